@@ -1,0 +1,21 @@
+"""Exceptions a user can cause. Each carries a one-line message the CLI prints before exiting 2."""
+
+
+class DagoptError(Exception):
+    """Base class of every error dagopt raises for bad input or an impossible request."""
+
+
+class GraphError(DagoptError):
+    """The graph is malformed: a cycle, a self-loop, an unknown node or a bad size."""
+
+
+class OrderError(DagoptError):
+    """An execution order is not a topological order of its graph."""
+
+
+class InputError(DagoptError):
+    """A file or an argument cannot be used (unreadable, wrong format, unknown method...)."""
+
+
+class SolverError(DagoptError):
+    """A solver cannot finish the request (state budget exhausted, bad option...)."""

@@ -1,0 +1,25 @@
+"""Readers and writers of graph and order files; ``load`` dispatches on the file suffix."""
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io.json import read_graph_json, write_graph_json
+from dagopt.io.orders import OrderFile, read_order, write_order
+
+READERS: dict[str, Callable[[Path], Graph]] = {".json": read_graph_json}
+
+
+def load(path: str | os.PathLike) -> Graph:
+    """Read a graph file of any supported format, chosen by its suffix."""
+    file = Path(path)
+    reader = READERS.get(file.suffix.lower())
+    if reader is None:
+        known = ", ".join(sorted(READERS))
+        raise InputError(f"{file}: unsupported graph format {file.suffix!r} (supported: {known})")
+    return reader(file)
+
+
+__all__ = ["OrderFile", "load", "read_graph_json", "read_order", "write_graph_json", "write_order"]

@@ -1,0 +1,75 @@
+"""Order files: ``{"graph", "method", "order": [node ids], "peak_memory", "seconds",
+"proved_optimal"}`` with node ids exactly as in the graph file."""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import read_json_file
+
+
+@dataclass(frozen=True)
+class OrderFile:
+    """The content of an order file, with the order as node indices of its graph."""
+
+    graph: str
+    method: str
+    order: np.ndarray
+    peak_memory: float | None
+    seconds: float | None
+    proved_optimal: bool | None
+
+
+def write_order(
+    path: str | os.PathLike,
+    graph: Graph,
+    order: np.ndarray,
+    *,
+    method: str,
+    peak_memory: float,
+    seconds: float,
+    proved_optimal: bool | None,
+) -> Path:
+    """Write an order (node indices of ``graph``) as an order file, atomically."""
+    document = {
+        "graph": graph.name,
+        "method": method,
+        "order": [graph.names[v] for v in np.asarray(order).tolist()],
+        "peak_memory": float(peak_memory),
+        "seconds": float(seconds),
+        "proved_optimal": proved_optimal,
+    }
+    return write_text_atomic(path, json.dumps(document, indent=1))
+
+
+def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
+    """Read an order file and map its node ids to indices of ``graph``.
+
+    Unknown ids are an ``InputError``; whether the order is a valid topological
+    order is checked by the objective that evaluates it.
+    """
+    file = Path(path)
+    data = read_json_file(file)
+    if not isinstance(data, dict) or not isinstance(data.get("order"), list):
+        raise InputError(f"{file}: not an order file (expected an object with an 'order' list)")
+    index = graph.index_of
+    order = []
+    for node_id in data["order"]:
+        if isinstance(node_id, bool) or node_id not in index:
+            raise InputError(f"{file}: node {node_id!r} is not in graph {graph.name!r}")
+        order.append(index[node_id])
+    proved = data.get("proved_optimal")
+    return OrderFile(
+        graph=str(data.get("graph", "")),
+        method=str(data.get("method", "")),
+        order=np.asarray(order, dtype=np.int64),
+        peak_memory=data.get("peak_memory"),
+        seconds=data.get("seconds"),
+        proved_optimal=proved if isinstance(proved, bool) else None,
+    )

@@ -1,0 +1,95 @@
+"""Classical sequencing baselines of paper 000, section 5: BFS, DFS and best-of-100 random.
+
+The paper traverses a pygraphviz layout; dagopt uses the layout-free equivalents:
+``bfs`` is Kahn's algorithm with a FIFO queue of ready nodes, ``dfs`` the same with
+a LIFO stack, so the successors a node just made ready run next (depth first).
+Ties follow node index, i.e. the file's node order.
+"""
+
+import numpy as np
+from numba import njit
+
+from dagopt.graph import Graph
+from dagopt.objectives import peak_memory
+from dagopt.schedule.base import SolverResult, register
+
+
+@register("bfs", "breadth-first sequencing: Kahn's algorithm, FIFO ready queue")
+def solve_bfs(graph: Graph, **_: object) -> SolverResult:
+    return SolverResult(order=graph.topological_order.copy())
+
+
+@register("dfs", "depth-first sequencing: Kahn's algorithm, LIFO ready stack")
+def solve_dfs(graph: Graph, **_: object) -> SolverResult:
+    return SolverResult(order=_lifo_topological(graph.succ_ptr, graph.succ_idx, graph.in_degree))
+
+
+@njit(cache=True)
+def _lifo_topological(succ_ptr, succ_idx, in_degree):
+    n = in_degree.size
+    missing = in_degree.copy()
+    stack = np.empty(n, dtype=np.int64)
+    top = 0
+    for v in range(n - 1, -1, -1):
+        if missing[v] == 0:
+            stack[top] = v
+            top += 1
+    order = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        top -= 1
+        v = stack[top]
+        order[t] = v
+        for k in range(succ_ptr[v + 1] - 1, succ_ptr[v] - 1, -1):
+            w = succ_idx[k]
+            missing[w] -= 1
+            if missing[w] == 0:
+                stack[top] = w
+                top += 1
+    return order
+
+
+@njit(cache=True)
+def random_topological_orders(succ_ptr, succ_idx, in_degree, count, seed):
+    """``count`` topological orders, each step choosing uniformly among the ready nodes."""
+    np.random.seed(seed)
+    n = in_degree.size
+    orders = np.empty((count, n), dtype=np.int64)
+    missing = np.empty(n, dtype=np.int64)
+    ready = np.empty(n, dtype=np.int64)
+    for s in range(count):
+        size = 0
+        for v in range(n):
+            missing[v] = in_degree[v]
+            if missing[v] == 0:
+                ready[size] = v
+                size += 1
+        for t in range(n):
+            pick = np.random.randint(0, size)
+            v = ready[pick]
+            size -= 1
+            ready[pick] = ready[size]
+            orders[s, t] = v
+            for k in range(succ_ptr[v], succ_ptr[v + 1]):
+                w = succ_idx[k]
+                missing[w] -= 1
+                if missing[w] == 0:
+                    ready[size] = w
+                    size += 1
+    return orders
+
+
+@register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
+def solve_random(
+    graph: Graph,
+    *,
+    seed: int | None = None,
+    keep_outputs: bool = False,
+    samples: int = 100,
+    **_: object,
+) -> SolverResult:
+    seed = int(np.random.default_rng(seed).integers(2**31)) if seed is None else int(seed)
+    orders = random_topological_orders(
+        graph.succ_ptr, graph.succ_idx, graph.in_degree, int(samples), seed
+    )
+    peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
+    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": int(samples)})

@@ -1,0 +1,213 @@
+"""Depth-first dynamic programming (paper 000, appendix C.3, "Depth-First DP").
+
+Topological orders are built depth first, the next node drawn at random among
+the ready ones, with backtracking. A branch is cut when (1) its node set was
+already reached with a peak at most as low (memo keyed by the set's Zobrist
+hash: dynamic programming over sets) or (2) its peak so far already reaches the
+best complete order's (peak memory only grows along a sequence). The first
+descent returns a complete order in O(|V| + |E|); the search returns the best
+order found when ``time_limit`` (default 3600 s, as in the paper) runs out, and
+reports ``proved_optimal`` when it exhausts the tree or meets the lower bound.
+
+The numba kernel runs in bounded chunks and keeps its whole state in arrays, so
+the Python driver can check the clock between chunks.
+"""
+
+import time
+
+import numpy as np
+from numba import njit
+
+from dagopt.graph import Graph
+from dagopt.objectives import lower_bound
+from dagopt.schedule.base import SolverResult, register
+
+MAX_MEMO_BITS = 22
+CHUNK_STEPS = 200_000
+
+
+@njit(cache=True)
+def _seed(seed):
+    np.random.seed(seed)
+
+
+@njit(cache=True)
+def _shuffle(values, count):
+    for i in range(count - 1, 0, -1):
+        j = np.random.randint(0, i + 1)
+        values[i], values[j] = values[j], values[i]
+
+
+@njit(cache=True)
+def _memo_improves(keys, values, key, peak, fill):
+    """Record ``peak`` for set ``key``; False if the set was reached before at a peak <= it.
+
+    ``fill[0]`` counts used slots; past 70 % load new keys are no longer stored.
+    """
+    mask = np.uint64(keys.size - 1)
+    slot = key & mask
+    while keys[slot] != 0:
+        if keys[slot] == key:
+            if values[slot] <= peak:
+                return False
+            values[slot] = peak
+            return True
+        slot = (slot + np.uint64(1)) & mask
+    if fill[0] * 10 < keys.size * 7:
+        keys[slot] = key
+        values[slot] = peak
+        fill[0] += 1
+    return True
+
+
+@njit(cache=True)
+def _search(
+    state, fill, cand, cand_count, cand_pos, order, live, peak, hashes,
+    missing, pending, memo_keys, memo_values, best_order, best,
+    succ_ptr, succ_idx, pred_ptr, pred_idx, mem, run_mem, self_free, zobrist, bound, steps,
+):  # fmt: skip
+    """Advance the depth-first search by at most ``steps`` node choices.
+
+    ``state = [depth, finished]``; ``best[0]`` is the incumbent peak. Returns nothing;
+    all progress lives in the arrays.
+    """
+    n = mem.size
+    d = state[0]
+    for _ in range(steps):
+        if d == n:
+            if peak[n] < best[0]:
+                best[0] = peak[n]
+                best_order[:] = order
+                if best[0] <= bound:
+                    state[1] = 1
+                    break
+            d -= 1
+            _undo(order[d], missing, pending, succ_ptr, succ_idx, pred_ptr, pred_idx)
+            continue
+        if cand_pos[d] == cand_count[d]:
+            if d == 0:
+                state[1] = 1
+                break
+            d -= 1
+            _undo(order[d], missing, pending, succ_ptr, succ_idx, pred_ptr, pred_idx)
+            continue
+        v = cand[d, cand_pos[d]]
+        cand_pos[d] += 1
+        new_peak = max(peak[d], live[d] + run_mem[v])
+        if new_peak >= best[0]:
+            continue
+        key = hashes[d] ^ zobrist[v]
+        if not _memo_improves(memo_keys, memo_values, key, new_peak, fill):
+            continue
+        freed = self_free[v]
+        for k in range(pred_ptr[v], pred_ptr[v + 1]):
+            u = pred_idx[k]
+            pending[u] -= 1
+            if pending[u] == 0:
+                freed += mem[u]
+        count = 0
+        for i in range(cand_count[d]):
+            if cand[d, i] != v:
+                cand[d + 1, count] = cand[d, i]
+                count += 1
+        for k in range(succ_ptr[v], succ_ptr[v + 1]):
+            w = succ_idx[k]
+            missing[w] -= 1
+            if missing[w] == 0:
+                cand[d + 1, count] = w
+                count += 1
+        _shuffle(cand[d + 1], count)
+        order[d] = v
+        live[d + 1] = live[d] + mem[v] - freed
+        peak[d + 1] = new_peak
+        hashes[d + 1] = key
+        cand_count[d + 1] = count
+        cand_pos[d + 1] = 0
+        d += 1
+    state[0] = d
+
+
+@njit(cache=True)
+def _undo(v, missing, pending, succ_ptr, succ_idx, pred_ptr, pred_idx):
+    for k in range(pred_ptr[v], pred_ptr[v + 1]):
+        pending[pred_idx[k]] += 1
+    for k in range(succ_ptr[v], succ_ptr[v + 1]):
+        missing[succ_idx[k]] += 1
+
+
+def depth_first_dp(
+    graph: Graph, *, seed: int, time_limit: float, keep_outputs: bool
+) -> tuple[np.ndarray, bool, dict]:
+    """Run the search until it finishes or ``time_limit`` seconds pass."""
+    n = graph.num_nodes
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), True, {}
+    _seed(seed)
+    missing = graph.in_degree.astype(np.int64)
+    pending = graph.out_degree.astype(np.int64)
+    cand = np.zeros((n + 1, n), dtype=np.int64)
+    sources = np.flatnonzero(missing == 0)
+    cand[0, : sources.size] = sources
+    _shuffle(cand[0], sources.size)
+    cand_count = np.zeros(n + 1, dtype=np.int64)
+    cand_count[0] = sources.size
+    zobrist = np.random.default_rng(0x5EED).integers(1, 2**63, size=n, dtype=np.int64)
+    sinks = graph.out_degree == 0
+    memo_size = 2 ** min(MAX_MEMO_BITS, 14 + int(np.ceil(np.log2(n + 1))))
+    arrays = dict(
+        state=np.zeros(2, dtype=np.int64),
+        fill=np.zeros(1, dtype=np.int64),
+        cand=cand,
+        cand_count=cand_count,
+        cand_pos=np.zeros(n + 1, dtype=np.int64),
+        order=np.zeros(n, dtype=np.int64),
+        live=np.zeros(n + 1),
+        peak=np.zeros(n + 1),
+        hashes=np.zeros(n + 1, dtype=np.uint64),
+        missing=missing,
+        pending=pending,
+        memo_keys=np.zeros(memo_size, dtype=np.uint64),
+        memo_values=np.zeros(memo_size),
+        best_order=np.zeros(n, dtype=np.int64),
+        best=np.array([np.inf]),
+        succ_ptr=graph.succ_ptr,
+        succ_idx=graph.succ_idx,
+        pred_ptr=graph.pred_ptr,
+        pred_idx=graph.pred_idx,
+        mem=graph.mem,
+        run_mem=graph.mem + graph.param_mem,
+        self_free=np.where(sinks & (not keep_outputs), graph.mem, 0.0),
+        zobrist=zobrist.astype(np.uint64),
+        bound=lower_bound(graph),
+    )
+    start = time.perf_counter()
+    chunks = 0
+    while True:
+        _search(**arrays, steps=CHUNK_STEPS)
+        chunks += 1
+        finished = bool(arrays["state"][1])
+        found = np.isfinite(arrays["best"][0])
+        if finished or (found and time.perf_counter() - start >= time_limit):
+            break
+    info = {"choices": chunks * CHUNK_STEPS, "memo_entries": int(arrays["fill"][0])}
+    return arrays["best_order"].copy(), finished, info
+
+
+@register(
+    "dfs-dp",
+    "depth-first DP of C.3: random DFS with backtracking, set memo and incumbent pruning",
+)
+def solve_dfs_dp(
+    graph: Graph,
+    *,
+    seed: int | None = None,
+    time_limit: float | None = None,
+    keep_outputs: bool = False,
+    **_: object,
+) -> SolverResult:
+    seed = int(np.random.default_rng(seed).integers(2**31)) if seed is None else int(seed)
+    limit = 3600.0 if time_limit is None else float(time_limit)
+    order, finished, info = depth_first_dp(
+        graph, seed=seed, time_limit=limit, keep_outputs=keep_outputs
+    )
+    return SolverResult(order=order, proved_optimal=finished, info=info)

@@ -1,0 +1,228 @@
+"""numba kernels shared by the dynamic-programming solvers (paper 000, appendix C.3).
+
+A search state is the *set* of executed nodes, stored as a packed uint64 bitset
+(node ``v`` is bit ``v & 63`` of word ``v >> 6``), with its ready set, its live
+memory ``I_t`` and the least peak ``max M`` of any partial order reaching it.
+Live memory depends on the set alone, so two partial orders with the same set
+differ only in their peak and the lower one dominates (state collapsing).
+States are identified by a Zobrist hash (XOR of per-node random keys, updated in
+O(1) per push); hash matches are confirmed on the full bitsets, so the search
+stays exact.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from dagopt.graph import Graph, num_words
+from dagopt.graph.bitset import singleton_bits
+
+_DEBRUIJN_CONSTANT = 0x03F79D71B4CB0A89
+_DEBRUIJN = np.uint64(_DEBRUIJN_CONSTANT)
+_DEBRUIJN_TABLE = np.zeros(64, dtype=np.int64)
+_DEBRUIJN_TABLE[[((_DEBRUIJN_CONSTANT << i) % 2**64) >> 58 for i in range(64)]] = np.arange(64)
+
+
+class DPGraph:
+    """Bitset views of a ``Graph`` for the DP kernels: successor and predecessor masks,
+    Zobrist keys and the memory freed by a sink right after it runs."""
+
+    def __init__(self, graph: Graph, *, keep_outputs: bool) -> None:
+        n = graph.num_nodes
+        self.num_nodes = n
+        self.words = num_words(n)
+        src, dst = graph.edges
+        single = singleton_bits(n)
+        self.succ_mask = np.zeros((n, self.words), dtype=np.uint64)
+        self.pred_mask = np.zeros((n, self.words), dtype=np.uint64)
+        np.bitwise_or.at(self.succ_mask, src, single[dst])
+        np.bitwise_or.at(self.pred_mask, dst, single[src])
+        self.single = single
+        self.pred_ptr = graph.pred_ptr
+        self.pred_idx = graph.pred_idx
+        self.succ_ptr = graph.succ_ptr
+        self.succ_idx = graph.succ_idx
+        self.mem = graph.mem
+        self.run_mem = graph.mem + graph.param_mem
+        sinks = graph.out_degree == 0
+        self.self_free = np.where(sinks & (not keep_outputs), graph.mem, 0.0)
+        keys = np.random.default_rng(0x5EED).integers(1, 2**63, size=n, dtype=np.int64)
+        self.zobrist = keys.astype(np.uint64)
+
+    def initial_ready(self) -> np.ndarray:
+        ready = np.zeros(self.words, dtype=np.uint64)
+        for v in np.flatnonzero(self.pred_mask.any(axis=1) == 0):
+            ready |= self.single[v]
+        return ready
+
+
+@njit(cache=True, inline="always")
+def lowest_bit(word):
+    """Index of the lowest set bit of a non-zero uint64 (de Bruijn multiplication)."""
+    isolated = word & (~word + np.uint64(1))
+    return _DEBRUIJN_TABLE[(isolated * _DEBRUIJN) >> np.uint64(58)]
+
+
+@njit(cache=True, inline="always")
+def popcount(word):
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + (
+        (word >> np.uint64(2)) & np.uint64(0x3333333333333333)
+    )
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (word * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
+@njit(cache=True, inline="always")
+def freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free):
+    """Memory released right after ``v`` runs, given ``executed`` already includes ``v``:
+    each predecessor whose successors have now all run, plus ``v`` itself if a sink."""
+    freed = self_free[v]
+    words = executed.size
+    for k in range(pred_ptr[v], pred_ptr[v + 1]):
+        u = pred_idx[k]
+        done = True
+        for w in range(words):
+            if succ_mask[u, w] & ~executed[w]:
+                done = False
+                break
+        if done:
+            freed += mem[u]
+    return freed
+
+
+@njit(cache=True, parallel=True)
+def count_children(ready, count):
+    """Number of ready nodes of each of the first ``count`` states."""
+    out = np.zeros(count + 1, dtype=np.int64)
+    for s in prange(count):
+        total = 0
+        for w in range(ready.shape[1]):
+            total += popcount(ready[s, w])
+        out[s + 1] = total
+    return out
+
+
+@njit(cache=True, parallel=True)
+def expand(
+    sets, ready, live, peak, hashes, offsets,
+    pred_ptr, pred_idx, succ_mask, mem, run_mem, self_free, zobrist,
+):  # fmt: skip
+    """Every (state, ready node) child: parent index, node, hash, peak and live memory.
+
+    ``offsets`` (from ``count_children``) says where each parent's children go.
+    """
+    count = offsets.size - 1
+    total = offsets[count]
+    words = sets.shape[1]
+    c_parent = np.empty(total, dtype=np.int32)
+    c_node = np.empty(total, dtype=np.int32)
+    c_hash = np.empty(total, dtype=np.uint64)
+    c_peak = np.empty(total, dtype=np.float64)
+    c_live = np.empty(total, dtype=np.float64)
+    for s in prange(count):
+        executed = sets[s].copy()
+        slot = offsets[s]
+        for w in range(words):
+            bits = ready[s, w]
+            while bits:
+                v = w * 64 + lowest_bit(bits)
+                bits &= bits - np.uint64(1)
+                bit = np.uint64(1) << np.uint64(v & 63)
+                executed[w] |= bit
+                freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
+                executed[w] &= ~bit
+                c_parent[slot] = s
+                c_node[slot] = v
+                c_hash[slot] = hashes[s] ^ zobrist[v]
+                c_peak[slot] = max(peak[s], live[s] + run_mem[v])
+                c_live[slot] = live[s] + mem[v] - freed
+                slot += 1
+    return c_parent, c_node, c_hash, c_peak, c_live
+
+
+@njit(cache=True)
+def _same_child(sets, p1, v1, p2, v2):
+    """Do (parent p1 + node v1) and (parent p2 + node v2) hold the same node set?"""
+    if v1 == v2:
+        for w in range(sets.shape[1]):
+            if sets[p1, w] != sets[p2, w]:
+                return False
+        return True
+    # Same set iff p1 = X + v2 and p2 = X + v1: p1 must hold v2 and p2 must hold v1.
+    w1, b1 = v1 >> 6, np.uint64(1) << np.uint64(v1 & 63)
+    w2, b2 = v2 >> 6, np.uint64(1) << np.uint64(v2 & 63)
+    if not (sets[p1, w2] & b2) or not (sets[p2, w1] & b1):
+        return False
+    for w in range(sets.shape[1]):
+        a = sets[p1, w]
+        b = sets[p2, w]
+        if w == w1:
+            a |= b1
+        if w == w2:
+            b |= b2
+        if a != b:
+            return False
+    return True
+
+
+@njit(cache=True)
+def collapse(sets, c_parent, c_node, c_hash, c_peak, c_live):
+    """State collapsing: indices of the children to keep, one per distinct node set,
+    the one of least peak (then least live memory)."""
+    total = c_hash.size
+    capacity = 1
+    while capacity < 2 * total:
+        capacity *= 2
+    mask = np.uint64(capacity - 1)
+    table = np.full(capacity, -1, dtype=np.int64)
+    best = np.empty(total, dtype=np.int64)
+    unique = 0
+    for c in range(total):
+        slot = c_hash[c] & mask
+        while True:
+            k = table[slot]
+            if k < 0:
+                table[slot] = unique
+                best[unique] = c
+                unique += 1
+                break
+            b = best[k]
+            if c_hash[b] == c_hash[c] and _same_child(
+                sets, c_parent[b], c_node[b], c_parent[c], c_node[c]
+            ):
+                if c_peak[c] < c_peak[b] or (c_peak[c] == c_peak[b] and c_live[c] < c_live[b]):
+                    best[k] = c
+                break
+            slot = (slot + np.uint64(1)) & mask
+    return best[:unique]
+
+
+@njit(cache=True, parallel=True)
+def materialize(sets, ready, chosen, c_parent, c_node, c_hash, pred_mask, succ_ptr, succ_idx):
+    """Bitsets and ready sets of the chosen children."""
+    count = chosen.size
+    words = sets.shape[1]
+    new_sets = np.empty((count, words), dtype=np.uint64)
+    new_ready = np.empty((count, words), dtype=np.uint64)
+    new_hash = np.empty(count, dtype=np.uint64)
+    for i in prange(count):
+        c = chosen[i]
+        p = c_parent[c]
+        v = c_node[c]
+        for w in range(words):
+            new_sets[i, w] = sets[p, w]
+            new_ready[i, w] = ready[p, w]
+        bit = np.uint64(1) << np.uint64(v & 63)
+        new_sets[i, v >> 6] |= bit
+        new_ready[i, v >> 6] &= ~bit
+        for k in range(succ_ptr[v], succ_ptr[v + 1]):
+            t = succ_idx[k]
+            runnable = True
+            for w in range(words):
+                if pred_mask[t, w] & ~new_sets[i, w]:
+                    runnable = False
+                    break
+            if runnable:
+                new_ready[i, t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+        new_hash[i] = c_hash[c]
+    return new_sets, new_ready, new_hash
