@@ -37,7 +37,9 @@ def _sizes(values: Any, num_nodes: int, what: str, names: Sequence[NodeId]) -> n
     bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
     if bad.size:
         v = int(bad[0])
-        raise GraphError(f"node {names[v]!r} has invalid {what} {array[v]!r} (must be finite, >= 0)")
+        raise GraphError(
+            f"node {names[v]!r} has invalid {what} {array[v]!r} (must be finite, >= 0)"
+        )
     return _read_only(array)
 
 
@@ -206,7 +208,7 @@ class Graph:
 
     @cached_property
     def descendant_bits(self) -> np.ndarray:
-        """``(n, words)`` uint64 bitsets: row ``u`` holds every node reachable from ``u`` (strict)."""
+        """``(n, words)`` uint64 bitsets: row ``u`` = nodes reachable from ``u`` (strict)."""
         return self._reach(self.succ_ptr, self.succ_idx, self._topo[::-1])
 
     @cached_property

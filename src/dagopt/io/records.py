@@ -80,7 +80,14 @@ def graph_from_records(
                 raise InputError(f"edge #{k}: {end} {key!r} is not a node of the graph")
             bucket.append(index[key])
     return Graph(
-        len(ids), src, dst, mem=mem, param_mem=param, op=ops, names=ids, name=name,
+        len(ids),
+        src,
+        dst,
+        mem=mem,
+        param_mem=param,
+        op=ops,
+        names=ids,
+        name=name,
         node_data=node_data,
     )
 

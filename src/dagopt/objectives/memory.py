@@ -44,9 +44,7 @@ def validate_order(graph: Graph, order) -> np.ndarray:
     late = np.flatnonzero(position[src] > position[dst])
     if late.size:
         s, t = int(src[late[0]]), int(dst[late[0]])
-        raise OrderError(
-            f"order runs {graph.names[t]!r} before its predecessor {graph.names[s]!r}"
-        )
+        raise OrderError(f"order runs {graph.names[t]!r} before its predecessor {graph.names[s]!r}")
     return array
 
 

@@ -51,7 +51,7 @@ def _lifo_topological(succ_ptr, succ_idx, in_degree):
 @njit(cache=True)
 def random_topological_orders(succ_ptr, succ_idx, in_degree, count, seed):
     """``count`` topological orders, each step choosing uniformly among the ready nodes."""
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002  (numba supports only the legacy API)
     n = in_degree.size
     orders = np.empty((count, n), dtype=np.int64)
     missing = np.empty(n, dtype=np.int64)
@@ -64,7 +64,7 @@ def random_topological_orders(succ_ptr, succ_idx, in_degree, count, seed):
                 ready[size] = v
                 size += 1
         for t in range(n):
-            pick = np.random.randint(0, size)
+            pick = np.random.randint(0, size)  # noqa: NPY002
             v = ready[pick]
             size -= 1
             ready[pick] = ready[size]

@@ -28,13 +28,13 @@ CHUNK_STEPS = 200_000
 
 @njit(cache=True)
 def _seed(seed):
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002  (numba supports only the legacy API)
 
 
 @njit(cache=True)
 def _shuffle(values, count):
     for i in range(count - 1, 0, -1):
-        j = np.random.randint(0, i + 1)
+        j = np.random.randint(0, i + 1)  # noqa: NPY002
         values[i], values[j] = values[j], values[i]
 
 

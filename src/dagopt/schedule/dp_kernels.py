@@ -144,7 +144,7 @@ def expand(
 def _same_child(sets, p1, v1, p2, v2):
     """Do (parent p1 + node v1) and (parent p2 + node v2) hold the same node set?"""
     if v1 == v2:
-        for w in range(sets.shape[1]):
+        for w in range(sets.shape[1]):  # noqa: SIM110  (numba: no generator all())
             if sets[p1, w] != sets[p2, w]:
                 return False
         return True

@@ -85,7 +85,9 @@ def size_dfs_order(graph: Graph) -> np.ndarray:
     """Inductor's ``topological_sort_dfs``: visit nodes by ascending size of the buffers
     they read and write, each after its (same-sorted) unvisited dependencies."""
     src, dst = graph.edges
-    size_with_reads = graph.mem + np.bincount(dst, weights=graph.mem[src], minlength=graph.num_nodes)
+    size_with_reads = graph.mem + np.bincount(
+        dst, weights=graph.mem[src], minlength=graph.num_nodes
+    )
     rank = np.lexsort((np.arange(graph.num_nodes), size_with_reads))
     position = np.empty_like(rank)
     position[rank] = np.arange(rank.size)

@@ -1,0 +1,102 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagopt import Graph, InputError, SolverError
+from dagopt.objectives import peak_memory
+from dagopt.schedule import SOLVERS, solve
+from dags import all_topological_orders, dags, reference_peak, sparse_dag
+
+HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "inductor"]
+
+
+def brute_force(graph: Graph, keep_outputs: bool = False) -> float:
+    return min(reference_peak(graph, o, keep_outputs) for o in all_topological_orders(graph))
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(max_nodes=9, integer_sizes=False), st.booleans())
+def test_every_solver_returns_a_valid_order_with_recomputed_peak(g, keep):
+    for method in SOLVERS:
+        schedule = solve(g, method, seed=1, time_limit=5, keep_outputs=keep)
+        assert g.is_topological(schedule.order), method
+        expected = reference_peak(g, schedule.order, keep_outputs=keep)
+        assert schedule.peak_memory == pytest.approx(expected, rel=1e-12), method
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(max_nodes=7), st.booleans())
+def test_exact_dp_equals_brute_force_and_beats_heuristics(g, keep):
+    optimum = brute_force(g, keep)
+    exact = solve(g, "exact-dp", keep_outputs=keep)
+    assert exact.proved_optimal
+    assert exact.peak_memory == optimum
+    for method in HEURISTICS:
+        assert solve(g, method, seed=0, keep_outputs=keep).peak_memory >= optimum
+    depth_first = solve(g, "dfs-dp", seed=3, time_limit=5, keep_outputs=keep)
+    assert depth_first.proved_optimal and depth_first.peak_memory == optimum
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(min_nodes=8, max_nodes=16, integer_sizes=False))
+def test_approx_dp_with_huge_beam_equals_exact_dp(g):
+    exact = solve(g, "exact-dp")
+    approx = solve(g, "approx-dp", beam_width=10**7)
+    assert approx.proved_optimal
+    assert approx.peak_memory == exact.peak_memory
+    narrow = solve(g, "approx-dp", beam_width=1)
+    assert narrow.peak_memory >= exact.peak_memory
+
+
+def test_narrow_beam_is_not_claimed_optimal():
+    n = 40
+    g = sparse_dag(n, 0.1, seed=0)
+    schedule = solve(g, "approx-dp", beam_width=2)
+    assert schedule.proved_optimal is False
+    assert schedule.info["widest_step"] > 2
+
+
+def test_exact_dp_state_budget_is_a_clear_error():
+    g = Graph(16, [], [], mem=np.ones(16))  # 16 independent nodes: C(16, 8) states
+    with pytest.raises(SolverError, match="more than 100 states"):
+        solve(g, "exact-dp", max_states=100)
+
+
+def test_lpmf_follows_inductor_rule():
+    # Two branches from a source: one big short-lived, one small. LPMF must finish
+    # the branch that frees memory first.
+    g = Graph(5, [0, 0, 1, 2, 3], [1, 2, 3, 4, 4], mem=[1, 10, 1, 1, 1], names=list("sbcde"))
+    order = solve(g, "lpmf").order.tolist()
+    assert order.index(3) == order.index(1) + 1  # b's only consumer runs right after it
+
+
+def test_inductor_picks_the_best_candidate():
+    n = 60
+    g = sparse_dag(n, 0.08, seed=5)
+    best = solve(g, "inductor")
+    given = peak_memory(g, np.arange(n))  # node order is topological here (src < dst)
+    parts = [solve(g, m).peak_memory for m in ("lpmf", "inductor-bfs", "inductor-dfs")]
+    assert best.peak_memory == min([given, *parts])
+    assert best.info["peaks"]["given"] == given
+
+
+def test_unknown_method_and_option():
+    g = Graph(1, [], [], mem=[1])
+    with pytest.raises(InputError, match="unknown method 'nope'"):
+        solve(g, "nope")
+    with pytest.raises(InputError, match="has no option 'beam_width'"):
+        solve(g, "bfs", beam_width=3)
+
+
+def test_random_is_seeded():
+    n = 50
+    g = sparse_dag(n, 0.1, seed=1)
+    a, b = solve(g, "random", seed=7), solve(g, "random", seed=7)
+    assert np.array_equal(a.order, b.order)
+
+
+def test_empty_graph():
+    g = Graph(0, [], [], mem=[])
+    for method in SOLVERS:
+        assert solve(g, method, seed=0).order.size == 0
