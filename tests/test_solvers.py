@@ -44,9 +44,10 @@ def test_approx_dp_with_huge_beam_equals_exact_dp(g):
     exact = solve(g, "exact-dp")
     approx = solve(g, "approx-dp", beam_width=10**7)
     assert approx.proved_optimal
-    assert approx.peak_memory == exact.peak_memory
+    assert approx.peak_memory == pytest.approx(exact.peak_memory, rel=1e-12)
     narrow = solve(g, "approx-dp", beam_width=1)
-    assert narrow.peak_memory >= exact.peak_memory
+    # Equal peaks of different orders may differ in the last bit of a float sum.
+    assert narrow.peak_memory >= exact.peak_memory * (1 - 1e-12)
 
 
 def test_narrow_beam_is_not_claimed_optimal():
