@@ -101,3 +101,25 @@ def test_empty_graph():
     g = Graph(0, [], [], mem=[])
     for method in SOLVERS:
         assert solve(g, method, seed=0).order.size == 0
+
+
+def test_approx_dp_time_limit_finishes_greedily_and_says_so():
+    g = sparse_dag(120, 0.03, seed=2)
+    schedule = solve(g, "approx-dp", beam_width=100_000, time_limit=0.0)
+    assert g.is_topological(schedule.order)
+    assert schedule.proved_optimal is False
+    assert schedule.info["time_limit_hit_at_step"] == 1
+
+
+def test_exact_dp_time_limit_is_a_clear_error():
+    with pytest.raises(SolverError, match="exceeded the time limit"):
+        solve(sparse_dag(60, 0.02, seed=3), "exact-dp", time_limit=0.0)
+
+
+def test_dfs_dp_returns_best_found_within_time_limit():
+    g = sparse_dag(150, 0.03, seed=4)
+    schedule = solve(g, "dfs-dp", seed=0, time_limit=0.2)
+    assert g.is_topological(schedule.order)
+    assert schedule.proved_optimal is False
+    assert schedule.seconds < 5
+    assert schedule.peak_memory <= solve(g, "dfs").peak_memory * 1.5

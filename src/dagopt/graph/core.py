@@ -38,7 +38,7 @@ def _sizes(values: Any, num_nodes: int, what: str, names: Sequence[NodeId]) -> n
     if bad.size:
         v = int(bad[0])
         raise GraphError(
-            f"node {names[v]!r} has invalid {what} {array[v]!r} (must be finite, >= 0)"
+            f"node {names[v]!r} has invalid {what} {float(array[v])} (must be finite, >= 0)"
         )
     return _read_only(array)
 

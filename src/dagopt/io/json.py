@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from dagopt.errors import InputError
+from dagopt.errors import GraphError, InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.records import graph_from_records, graph_to_records
@@ -55,8 +55,8 @@ def read_graph_json(path: str | os.PathLike) -> Graph:
     data = read_json_file(file)
     try:
         return graph_from_node_link(data, default_name=file.stem)
-    except InputError as exc:
-        raise InputError(f"{file}: {exc}") from None
+    except (InputError, GraphError) as exc:
+        raise type(exc)(f"{file}: {exc}") from None
 
 
 def graph_to_node_link(graph: Graph) -> dict[str, Any]:

@@ -4,8 +4,10 @@ Step ``t`` holds states ``S_t`` (sets of ``t`` executed nodes), each with the le
 peak of any partial order reaching it. Every state is expanded by each of its
 ready nodes, children with the same set are collapsed to the one of least peak,
 and ``approx-dp`` keeps the best ``K`` children (by peak so far, ties by live
-memory), default ``K = 100000`` as in the paper. ``exact-dp`` keeps every state
-and is exact; it stops with a clear error once a step exceeds its state budget.
+memory), default ``K = 100000`` as in the paper; when a time limit runs out it
+finishes the remaining steps with ``K = 1`` (greedy on the best state) and says so
+in ``info``. ``exact-dp`` keeps every state and is exact; it stops with a clear
+error once a step exceeds its state budget or the time limit.
 Expansion and materialisation run in parallel (numba ``prange``) on all cores.
 """
 
@@ -62,6 +64,7 @@ def state_dp(
     nodes: list[np.ndarray] = []
     exact = True
     widest = 1
+    width, late = beam_width, 0
     for t in range(n):
         offsets = np.cumsum(count_children(ready, sets.shape[0]))
         c_parent, c_node, c_hash, c_peak, c_live = expand(
@@ -76,9 +79,9 @@ def state_dp(
                 f"exact-dp needs more than {max_states} states at step {t + 1} of {n}; "
                 "raise --max-states or use approx-dp"
             )
-        if beam_width is not None and unique.size > beam_width:
+        if width is not None and unique.size > width:
             exact = False
-            unique = unique[select_best(c_peak[unique], c_live[unique], beam_width)]
+            unique = unique[select_best(c_peak[unique], c_live[unique], width)]
         sets, ready, hashes = materialize(
             sets, ready, unique, c_parent, c_node, c_hash,
             dpg.pred_mask, dpg.succ_ptr, dpg.succ_idx,
@@ -86,14 +89,17 @@ def state_dp(
         live, peak = c_live[unique], c_peak[unique]
         parents.append(c_parent[unique])
         nodes.append(c_node[unique])
-        if time_limit is not None and time.perf_counter() - start > time_limit:
-            raise SolverError(f"DP exceeded the time limit of {time_limit:g} s at step {t + 1}")
+        if time_limit is not None and time.perf_counter() - start > time_limit and not late:
+            if beam_width is None:
+                raise SolverError(f"exact-dp exceeded the time limit of {time_limit:g} s")
+            width, late = 1, t + 1
     order = np.empty(n, dtype=np.int64)
     state = int(np.argmin(peak))
     for t in range(n - 1, -1, -1):
         order[t] = nodes[t][state]
         state = int(parents[t][state])
-    return order, exact, {"widest_step": int(widest), "beam_width": beam_width}
+    info = {"widest_step": int(widest), "beam_width": beam_width, "time_limit_hit_at_step": late}
+    return order, exact, info
 
 
 @register(

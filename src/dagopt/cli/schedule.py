@@ -1,0 +1,129 @@
+"""``dagopt schedule``, ``dagopt evaluate`` and ``dagopt methods``: ordering for peak memory."""
+
+import math
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from dagopt.cli.output import console, fmt_mem, fmt_proved, fmt_seconds
+from dagopt.cli.registry import solver_registry
+from dagopt.graph import Graph
+from dagopt.io import load, read_order, write_order
+from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
+from dagopt.schedule.base import get_solver, solve
+
+GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
+KeepOutputs = Annotated[
+    bool,
+    typer.Option("--keep-outputs", help="Keep graph outputs (sinks) alive to the end."),
+]
+
+
+def schedule(
+    graph_path: GraphArg,
+    method: Annotated[str, typer.Option("--method", "-m", help="Solver (see `dagopt methods`).")],
+    beam_width: Annotated[
+        int | None, typer.Option(min=1, help="Beam width (approx-dp).", show_default=False)
+    ] = None,
+    max_states: Annotated[
+        int | None, typer.Option(min=1, help="State budget (exact-dp).", show_default=False)
+    ] = None,
+    samples: Annotated[
+        int | None, typer.Option(min=1, help="Random orders to draw (random).", show_default=False)
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.", show_default=False)] = None,
+    keep_outputs: KeepOutputs = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", metavar="ORDER.json", help="Write the order file here."),
+    ] = None,
+) -> None:
+    """Find an execution order of GRAPH with METHOD and print its peak memory in one line."""
+    solver_registry()
+    get_solver(method)
+    graph = load(graph_path)
+    given = {"beam_width": beam_width, "max_states": max_states, "samples": samples}
+    options = {key: value for key, value in given.items() if value is not None}
+    result = solve(
+        graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options
+    )
+    line = (
+        f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
+        f"lower bound {fmt_mem(lower_bound(graph))}, {fmt_seconds(result.seconds)} s, "
+        f"proved optimal: {fmt_proved(result.proved_optimal)}"
+    )
+    if out is not None:
+        path = write_order(
+            out,
+            graph,
+            result.order,
+            method=result.method,
+            peak_memory=result.peak_memory,
+            seconds=result.seconds,
+            proved_optimal=result.proved_optimal,
+        )
+        line += f"; wrote {path}"
+    console.print(line, markup=False)
+
+
+def evaluate(
+    graph_path: GraphArg,
+    order_path: Annotated[
+        Path, typer.Argument(metavar="ORDER", help="Order file (.json, see `schedule --out`).")
+    ],
+    keep_outputs: KeepOutputs = False,
+    profile: Annotated[bool, typer.Option("--profile", help="Print memory at every step.")] = False,
+) -> None:
+    """Peak memory of the order in ORDER on GRAPH, next to the lower bound and recorded peak."""
+    graph = load(graph_path)
+    order_file = read_order(order_path, graph)
+    steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)
+    if profile:
+        console.print(_profile_table(graph, steps))
+    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(lower_bound(graph))}"
+    recorded = order_file.peak_memory
+    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+        line += f", recorded peak {fmt_mem(recorded)}"
+        if not math.isclose(recorded, steps.peak, rel_tol=1e-9, abs_tol=1e-9):
+            line += " (differs: was it computed with another --keep-outputs?)"
+    console.print(line, markup=False)
+
+
+def _profile_table(graph: Graph, steps: MemoryProfile) -> Table:
+    """One row per step: the node run, memory while it runs (M_t) and live after it (I_t)."""
+    table = Table(title=f"memory profile of {graph.name}")
+    for header in ("step", "node", "op", "during", "live after"):
+        table.add_column(header, justify="left" if header in ("node", "op") else "right")
+    peak_step = steps.peak_step
+    for t, v in enumerate(steps.order.tolist()):
+        table.add_row(
+            str(t),
+            Text(str(graph.names[v])),
+            Text(graph.op[v] or ""),
+            fmt_mem(steps.during[t]),
+            fmt_mem(steps.after[t]),
+            style="bold red" if t == peak_step else None,
+        )
+    return table
+
+
+def methods() -> None:
+    """List the registered ordering solvers."""
+    solvers = solver_registry()
+    if not solvers:
+        console.print("no ordering solvers are registered", markup=False)
+        return
+    table = Table(title="ordering solvers")
+    table.add_column("method", no_wrap=True)
+    table.add_column("options")
+    table.add_column("summary")
+    for name in sorted(solvers):
+        spec = solvers[name]
+        table.add_row(Text(name), Text(", ".join(spec.options) or "-"), Text(spec.summary))
+    console.print(table)

@@ -1,0 +1,310 @@
+"""The ``dagopt`` command: happy paths, and one-line errors with exit code 2 for bad input."""
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dagopt.cli.main import app
+from dagopt.graph import Graph
+from dagopt.io import load, read_order, write_graph_json
+from dagopt.objectives import peak_memory
+from dagopt.schedule.base import SOLVERS, SolverResult, register
+
+runner = CliRunner()
+
+ORDERING_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "exact-dp", "dfs-dp")
+
+DIAMOND = {
+    "directed": True,
+    "multigraph": False,
+    "graph": {"name": "diamond"},
+    "nodes": [
+        {"id": "a", "mem": 10, "op": "input"},
+        {"id": "b", "mem": 30},
+        {"id": "c", "mem": 5},
+        {"id": "d", "mem": 1},
+    ],
+    "edges": [
+        {"source": "a", "target": "b"},
+        {"source": "a", "target": "c"},
+        {"source": "b", "target": "d"},
+        {"source": "c", "target": "d"},
+    ],
+}
+
+
+def dagopt(*args) -> object:
+    """Run the CLI in-process; ``result.stdout`` / ``result.stderr`` are kept apart."""
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def write_json(path: Path, document) -> Path:
+    path.write_text(json.dumps(document))
+    return path
+
+
+def with_nodes(*nodes, edges=None) -> dict:
+    """DIAMOND with its node list (and optionally its edge list) replaced."""
+    edges = DIAMOND["edges"] if edges is None else edges
+    return {**DIAMOND, "nodes": list(nodes), "edges": edges}
+
+
+def summary_peak(line: str) -> float:
+    return float(re.search(r"\bpeak (\S+?),", line).group(1))
+
+
+@pytest.fixture
+def diamond(tmp_path) -> Path:
+    return write_json(tmp_path / "diamond.json", DIAMOND)
+
+
+@pytest.fixture
+def medium(tmp_path) -> Path:
+    """A 12-node DAG with branches, skip edges and mixed sizes: small enough for exact-dp."""
+    src = [0, 0, 1, 1, 2, 3, 4, 4, 5, 6, 7, 8, 9, 2, 0, 10]
+    dst = [1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 9, 10, 10, 8, 11, 11]
+    mem = [8, 3, 12, 1, 6, 4, 9, 2, 7, 5, 1, 3]
+    graph = Graph(12, src, dst, mem=mem, param_mem=[0, 1] * 6, name="medium")
+    return write_graph_json(graph, tmp_path / "medium.json")
+
+
+@pytest.fixture
+def recording_solver():
+    """A test-only solver taking option ``beam_width``; yields (name, list of received kwargs)."""
+    name, calls = "test-recording", []
+
+    @register(name, "test only: Kahn's order", options=("beam_width",))
+    def _solve(graph, **kwargs):
+        calls.append(kwargs)
+        return SolverResult(order=graph.topological_order, proved_optimal=True)
+
+    yield name, calls
+    SOLVERS.pop(name)
+
+
+def assert_user_error(result, fragment: str) -> str:
+    """Exit 2, one ``error: ...`` line on stderr containing ``fragment``, no traceback."""
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- bad graph files
+BAD_GRAPHS = {
+    "invalid-json": ('{"nodes": [', "invalid JSON at line 1"),
+    "not-node-link": ("[1, 2, 3]", "not a node-link graph"),
+    "node-without-mem": (
+        json.dumps(with_nodes({"id": "a", "mem": 1}, {"id": "b"}, edges=[])),
+        "node 'b' has no 'mem'",
+    ),
+    "negative-mem": (
+        json.dumps(with_nodes({"id": "a", "mem": 1}, {"id": "b", "mem": -4}, edges=[])),
+        "node 'b' has invalid mem",
+    ),
+    "nan-mem": (
+        '{"nodes": [{"id": "a", "mem": NaN}], "edges": []}',
+        "node 'a' has invalid mem",
+    ),
+    "infinite-mem": (
+        '{"nodes": [{"id": "a", "mem": Infinity}], "edges": []}',
+        "node 'a' has invalid mem",
+    ),
+    "edge-to-unknown-node": (
+        json.dumps(with_nodes({"id": "a", "mem": 1}, edges=[{"source": "a", "target": "zz"}])),
+        "target 'zz' is not a node of the graph",
+    ),
+    "self-loop": (
+        json.dumps(
+            with_nodes(
+                {"id": "a", "mem": 1},
+                {"id": "b", "mem": 1},
+                edges=[{"source": "a", "target": "b"}, {"source": "b", "target": "b"}],
+            )
+        ),
+        "self-loop on node 'b'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_GRAPHS))
+def test_bad_graph_file_is_one_line_error(case, tmp_path):
+    text, fragment = BAD_GRAPHS[case]
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    assert_user_error(dagopt("schedule", path, "--method", "bfs"), fragment)
+
+
+def test_cycle_error_names_the_nodes_on_the_cycle(tmp_path):
+    nodes = [{"id": x, "mem": 1} for x in "abcd"]
+    edges = [{"source": s, "target": t} for s, t in ("ab", "bc", "cd", "db")]
+    path = write_json(tmp_path / "cyclic.json", with_nodes(*nodes, edges=edges))
+    line = assert_user_error(dagopt("schedule", path, "--method", "bfs"), "cycle")
+    assert set(re.findall(r"'(\w)'", line)) == {"b", "c", "d"}
+
+
+def test_missing_graph_file(tmp_path):
+    assert_user_error(dagopt("schedule", tmp_path / "nope.json", "-m", "bfs"), "no such file")
+    assert_user_error(dagopt("evaluate", tmp_path / "nope.json", "o.json"), "no such file")
+
+
+def test_unsupported_suffix(tmp_path):
+    path = tmp_path / "graph.txt"
+    path.write_text("a -> b")
+    assert_user_error(dagopt("schedule", path, "-m", "bfs"), "unsupported graph format '.txt'")
+
+
+# --------------------------------------------------------------------------- bad requests
+def test_unknown_method(diamond):
+    assert_user_error(dagopt("schedule", diamond, "--method", "nope"), "unknown method 'nope'")
+
+
+def test_option_the_method_does_not_take(diamond, recording_solver):
+    name, calls = recording_solver
+    result = dagopt("schedule", diamond, "-m", name, "--max-states", "10")
+    assert_user_error(result, f"method {name!r} has no option 'max_states'")
+    assert calls == []
+
+
+def test_missing_method_is_a_usage_error(diamond):
+    assert dagopt("schedule", diamond).exit_code == 2
+
+
+# --------------------------------------------------------------------------- bad order files
+BAD_ORDERS = {
+    "unknown-node": (["a", "b", "zz", "d"], "node 'zz' is not in graph 'diamond'"),
+    "missing-node": (["a", "b", "d"], "order misses 1 of 4 nodes, e.g. 'c'"),
+    "repeated-node": (["a", "b", "b", "c", "d"], "order repeats node 'b'"),
+    "precedence": (["a", "d", "b", "c"], "runs 'd' before its predecessor"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_ORDERS))
+def test_bad_order_file_is_one_line_error(case, diamond, tmp_path):
+    order, fragment = BAD_ORDERS[case]
+    path = write_json(tmp_path / "order.json", {"graph": "diamond", "order": order})
+    assert_user_error(dagopt("evaluate", diamond, path), fragment)
+
+
+def test_order_file_that_is_not_an_order(diamond, tmp_path):
+    path = write_json(tmp_path / "order.json", {"nodes": []})
+    assert_user_error(dagopt("evaluate", diamond, path), "not an order file")
+
+
+# --------------------------------------------------------------------------- happy paths
+def test_generate_writes_graphs_that_load(tmp_path):
+    result = dagopt(
+        "generate", "layered", "--nodes", 30, "--count", 3, "--seed", 5, "--out", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    names = [f"layered-30-s{k}.json" for k in (5, 6, 7)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    for name in names:
+        assert name in result.stdout
+        graph = load(tmp_path / name)
+        assert graph.num_nodes == 30
+        assert graph.name == name.removesuffix(".json")
+
+
+def test_generate_is_deterministic_and_shows_progress_for_many(tmp_path):
+    for run in ("one", "two"):
+        args = ("generate", "layered", "-n", 12, "-c", 20, "--seed", 0, "-o", tmp_path / run)
+        result = dagopt(*args)
+        assert result.exit_code == 0, result.output
+        assert "wrote 20 graphs" in result.stdout
+    for path in (tmp_path / "one").iterdir():
+        assert path.read_bytes() == (tmp_path / "two" / path.name).read_bytes()
+
+
+@pytest.mark.parametrize("method", ORDERING_METHODS)
+def test_schedule_writes_an_order_that_evaluate_reproduces(method, medium, tmp_path):
+    out = tmp_path / "order.json"
+    result = dagopt("schedule", medium, "--method", method, "--seed", 0, "--out", out)
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.splitlines()
+    assert line.startswith(f"{method}: peak ") and "lower bound" in line
+    assert "proved optimal" in line and str(out) in line
+
+    recorded = read_order(out, load(medium))
+    assert recorded.method == method
+    assert recorded.peak_memory == peak_memory(load(medium), recorded.order)
+
+    evaluated = dagopt("evaluate", medium, out)
+    assert evaluated.exit_code == 0, evaluated.output
+    assert summary_peak(evaluated.stdout) == summary_peak(line)
+    assert f"recorded peak {summary_peak(line):.6g}" in evaluated.stdout
+
+
+def test_schedule_passes_only_the_options_given(diamond, recording_solver):
+    name, calls = recording_solver
+    assert dagopt("schedule", diamond, "-m", name).exit_code == 0
+    args = ("--beam-width", 4, "--seed", 3, "--time-limit", 1.5, "--keep-outputs")
+    result = dagopt("schedule", diamond, "-m", name, *args)
+    assert result.exit_code == 0, result.output
+    assert calls == [
+        {"seed": None, "time_limit": None, "keep_outputs": False},
+        {"seed": 3, "time_limit": 1.5, "keep_outputs": True, "beam_width": 4},
+    ]
+    assert "proved optimal: yes" in result.stdout
+
+
+def test_evaluate_profile_prints_every_step(diamond, tmp_path):
+    path = write_json(tmp_path / "order.json", {"order": ["a", "c", "b", "d"]})
+    result = dagopt("evaluate", diamond, path, "--profile")
+    assert result.exit_code == 0, result.output
+    assert "during" in result.stdout and "live after" in result.stdout
+    assert result.stdout.splitlines()[-1] == "peak 45, lower bound 40"
+
+
+def test_evaluate_keep_outputs_counts_graph_outputs(tmp_path):
+    # x feeds two outputs y and z; kept alive, y is still in memory while z runs.
+    fork = with_nodes(
+        {"id": "x", "mem": 2},
+        {"id": "y", "mem": 3},
+        {"id": "z", "mem": 4},
+        edges=[{"source": "x", "target": "y"}, {"source": "x", "target": "z"}],
+    )
+    graph = write_json(tmp_path / "fork.json", fork)
+    order = write_json(tmp_path / "order.json", {"order": ["x", "y", "z"], "peak_memory": 6})
+    plain = dagopt("evaluate", graph, order)
+    assert plain.stdout.strip() == "peak 6, lower bound 6, recorded peak 6"
+    kept = dagopt("evaluate", graph, order, "--keep-outputs")
+    assert kept.stdout.startswith("peak 9, lower bound 6, recorded peak 6 (differs")
+
+
+def test_methods_lists_every_registered_solver():
+    result = dagopt("methods")
+    assert result.exit_code == 0, result.output
+    for name in SOLVERS:
+        assert name in result.stdout
+
+
+def test_demo_runs_quickly():
+    start = time.perf_counter()
+    result = dagopt("demo")
+    assert result.exit_code == 0, result.output
+    assert time.perf_counter() - start < 30
+    for method in ("bfs", "lpmf", "approx-dp", "exact-dp"):
+        assert method in result.stdout
+    assert "% gap" in result.stdout
+
+
+def test_python_dash_m_dagopt(tmp_path):
+    missing = tmp_path / "missing.json"
+    command = [sys.executable, "-m", "dagopt", "schedule", str(missing), "-m", "bfs"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == f"error: {missing}: no such file\n"
+    help_text = subprocess.run(
+        [sys.executable, "-m", "dagopt", "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert help_text.returncode == 0 and "schedule" in help_text.stdout

@@ -1,0 +1,116 @@
+"""Graph and order files: node-link round trips, networkx interchange, atomic writes."""
+
+import json
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import dagopt.io.atomic
+from dagopt.graph import Graph
+from dagopt.io import load, read_graph_json, read_order, write_graph_json, write_order
+from dagopt.io.json import graph_from_node_link
+from dagopt.io.nx import from_networkx, to_networkx
+from dagopt.objectives import peak_memory
+
+NODE_IDS = {
+    "int-ids": [10, 3, 7, 0, 42],
+    "str-ids": ["input", "conv", "relu", "add", "output"],
+}
+
+
+@pytest.fixture(params=sorted(NODE_IDS))
+def graph(request) -> Graph:
+    """A 5-node DAG with float and integral sizes, parameters, ops and an extra attribute."""
+    return Graph(
+        5,
+        src=[0, 0, 1, 2, 3],
+        dst=[1, 2, 3, 3, 4],
+        mem=[4, 2.5, 3, 1, 7],
+        param_mem=[0, 1, 0, 2, 0],
+        op=["input", "conv", None, "add", "output"],
+        names=NODE_IDS[request.param],
+        name="sample",
+        node_data={"runtime": [1.0, 2.0, 3.5, 4.0, 5.0]},
+    )
+
+
+def assert_same_graph(a: Graph, b: Graph) -> None:
+    assert a.names == b.names
+    assert [type(x) for x in a.names] == [type(x) for x in b.names]
+    assert a.name == b.name
+    for left, right in zip(a.edges, b.edges, strict=True):
+        np.testing.assert_array_equal(left, right)
+    np.testing.assert_array_equal(a.mem, b.mem)
+    np.testing.assert_array_equal(a.param_mem, b.param_mem)
+    assert a.op == b.op
+    assert a.node_data.keys() == b.node_data.keys()
+    for key in a.node_data:
+        np.testing.assert_array_equal(a.node_data[key], b.node_data[key])
+
+
+def test_node_link_round_trip(graph, tmp_path):
+    path = write_graph_json(graph, tmp_path / "g.json")
+    assert_same_graph(graph, read_graph_json(path))
+    assert_same_graph(graph, load(path))
+
+
+def test_networkx_reads_our_file_and_back(graph, tmp_path):
+    path = write_graph_json(graph, tmp_path / "g.json")
+    data = json.loads(path.read_text())
+    g = nx.node_link_graph(data, edges="edges")
+    assert g.is_directed() and nx.is_directed_acyclic_graph(g)
+    assert_same_graph(graph, from_networkx(g))
+
+
+def test_networkx_writes_a_file_we_read(graph):
+    data = nx.node_link_data(to_networkx(graph), edges="edges")
+    assert_same_graph(graph, graph_from_node_link(json.loads(json.dumps(data))))
+
+
+def test_links_is_a_synonym_of_edges(graph, tmp_path):
+    path = write_graph_json(graph, tmp_path / "g.json")
+    data = json.loads(path.read_text())
+    data["links"] = data.pop("edges")
+    path.write_text(json.dumps(data))
+    assert_same_graph(graph, read_graph_json(path))
+
+
+def test_order_file_round_trip(graph, tmp_path):
+    order = np.array([0, 2, 1, 3, 4])
+    peak = peak_memory(graph, order)
+    path = write_order(
+        tmp_path / "order.json",
+        graph,
+        order,
+        method="handmade",
+        peak_memory=peak,
+        seconds=0.25,
+        proved_optimal=False,
+    )
+    assert json.loads(path.read_text())["order"] == [graph.names[v] for v in order]
+    back = read_order(path, graph)
+    np.testing.assert_array_equal(back.order, order)
+    assert (back.graph, back.method) == ("sample", "handmade")
+    assert (back.peak_memory, back.seconds, back.proved_optimal) == (peak, 0.25, False)
+
+
+def test_atomic_write_leaves_no_temp_file(graph, tmp_path):
+    target = tmp_path / "g.json"
+    write_graph_json(graph, target)
+    write_graph_json(graph, target)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_failed_atomic_write_keeps_old_file_and_no_temp_file(graph, tmp_path, monkeypatch):
+    target = tmp_path / "g.json"
+    target.write_text("old")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dagopt.io.atomic.os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        write_graph_json(graph, target)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
