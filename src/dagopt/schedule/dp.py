@@ -13,6 +13,7 @@ Expansion and materialisation run in parallel (numba ``prange``) on all cores.
 
 import time
 
+import numba
 import numpy as np
 
 from dagopt.errors import SolverError
@@ -72,7 +73,7 @@ def state_dp(
             dpg.pred_ptr, dpg.pred_idx, dpg.succ_mask, dpg.mem, dpg.run_mem,
             dpg.self_free, dpg.zobrist,
         )  # fmt: skip
-        unique = collapse(sets, c_parent, c_node, c_hash, c_peak, c_live)
+        unique = collapse(sets, c_parent, c_node, c_hash, c_peak, c_live, numba.get_num_threads())
         widest = max(widest, unique.size)
         if max_states is not None and unique.size > max_states:
             raise SolverError(

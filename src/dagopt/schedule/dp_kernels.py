@@ -165,36 +165,66 @@ def _same_child(sets, p1, v1, p2, v2):
     return True
 
 
-@njit(cache=True)
-def collapse(sets, c_parent, c_node, c_hash, c_peak, c_live):
+@njit(cache=True, parallel=True)
+def collapse(sets, c_parent, c_node, c_hash, c_peak, c_live, parts):
     """State collapsing: indices of the children to keep, one per distinct node set,
-    the one of least peak (then least live memory)."""
+    the one of least peak (then least live memory).
+
+    ``parts`` threads each own the children whose hash falls in their residue class
+    and deduplicate them with a private open-addressing table.
+    """
     total = c_hash.size
-    capacity = 1
-    while capacity < 2 * total:
+    kept = np.empty(total, dtype=np.int64)
+    kept_count = np.zeros(parts, dtype=np.int64)
+    share = np.zeros(parts + 1, dtype=np.int64)
+    for c in range(total):
+        share[c_hash[c] % np.uint64(parts) + 1] += 1
+    for p in range(parts):
+        share[p + 1] += share[p]
+    for p in prange(parts):
+        kept_count[p] = _collapse_part(
+            sets, c_parent, c_node, c_hash, c_peak, c_live, p, parts,
+            kept[share[p] : share[p + 1]],
+        )  # fmt: skip
+    out = np.empty(kept_count.sum(), dtype=np.int64)
+    at = 0
+    for p in range(parts):
+        out[at : at + kept_count[p]] = kept[share[p] : share[p] + kept_count[p]]
+        at += kept_count[p]
+    return out
+
+
+@njit(cache=True)
+def _collapse_part(sets, c_parent, c_node, c_hash, c_peak, c_live, part, parts, best):
+    """Deduplicate the children with ``hash % parts == part`` into ``best``; returns the
+    number kept. Table rows hold ``(hash, 1 + slot in best)``, 0 meaning empty."""
+    capacity = 16
+    while capacity < 2 * best.size:
         capacity *= 2
     mask = np.uint64(capacity - 1)
-    table = np.full(capacity, -1, dtype=np.int64)
-    best = np.empty(total, dtype=np.int64)
+    table = np.zeros((capacity, 2), dtype=np.uint64)
     unique = 0
-    for c in range(total):
-        slot = c_hash[c] & mask
+    for c in range(c_hash.size):
+        key = c_hash[c]
+        if key % np.uint64(parts) != part:
+            continue
+        slot = (key // np.uint64(parts)) & mask
         while True:
-            k = table[slot]
-            if k < 0:
-                table[slot] = unique
+            k = table[slot, 1]
+            if k == 0:
+                table[slot, 0] = key
+                table[slot, 1] = unique + 1
                 best[unique] = c
                 unique += 1
                 break
-            b = best[k]
-            if c_hash[b] == c_hash[c] and _same_child(
-                sets, c_parent[b], c_node[b], c_parent[c], c_node[c]
-            ):
-                if c_peak[c] < c_peak[b] or (c_peak[c] == c_peak[b] and c_live[c] < c_live[b]):
-                    best[k] = c
-                break
+            if table[slot, 0] == key:
+                b = best[k - 1]
+                if _same_child(sets, c_parent[b], c_node[b], c_parent[c], c_node[c]):
+                    if c_peak[c] < c_peak[b] or (c_peak[c] == c_peak[b] and c_live[c] < c_live[b]):
+                        best[k - 1] = c
+                    break
             slot = (slot + np.uint64(1)) & mask
-    return best[:unique]
+    return unique
 
 
 @njit(cache=True, parallel=True)

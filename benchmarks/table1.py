@@ -1,0 +1,76 @@
+"""Paper 000, Table 1 on held-out layered graphs: % gap from approximate DP and run time.
+
+Example (the numbers in docs/results.md):
+
+    python benchmarks/table1.py --sizes 500 1000 2000 --graphs 5 \
+        --beam-widths 100000 10000 1000 --dfs-dp-limit 60
+
+Graphs are generated from the held-out test seeds (``dagopt.bench.datasets``), the
+reference is ``approx-dp`` at the beam width given for that size. Prints a markdown
+table beside the paper's column and writes every run to ``--out`` (CSV) atomically.
+"""
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.progress import Progress
+
+from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.ordering import PAPER_TABLE1, markdown_table, run_methods, runs_csv, summarize
+from dagopt.io.atomic import write_text_atomic
+
+DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "inductor"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
+    parser.add_argument("--graphs", type=int, default=3, help="held-out graphs per size")
+    parser.add_argument(
+        "--beam-widths",
+        type=int,
+        nargs="+",
+        default=[100_000, 10_000, 1_000],
+        help="approx-dp beam width K for each size (one value, or one per size)",
+    )
+    parser.add_argument("--dfs-dp-limit", type=float, default=60.0, help="dfs-dp cap, seconds")
+    parser.add_argument("--methods", nargs="+", default=DEFAULT_METHODS)
+    parser.add_argument("--out", default="bench-out/table1.csv", help="CSV of every run")
+    args = parser.parse_args(argv)
+    if len(args.beam_widths) not in (1, len(args.sizes)):
+        parser.error("--beam-widths needs one value or one per size")
+    widths = dict(zip(args.sizes, args.beam_widths * len(args.sizes), strict=False))
+    if "approx-dp" not in args.methods:
+        parser.error("the reference method approx-dp must be among --methods")
+
+    def options(method: str, size: int) -> dict:
+        if method == "approx-dp":
+            return {"beam_width": widths[size]}
+        if method == "dfs-dp":
+            return {"time_limit": args.dfs_dp_limit}
+        return {}
+
+    console = Console(stderr=True)
+    total = len(args.sizes) * args.graphs * len(args.methods)
+    with Progress(console=console) as progress:
+        task = progress.add_task("table 1", total=total)
+        graphs = ((size, g) for size in args.sizes for g in layered_test_set(size, args.graphs))
+        runs = run_methods(
+            graphs,
+            args.methods,
+            options,
+            on_run=lambda r: progress.update(
+                task, advance=1, description=f"{r.size} nodes: {r.method} {r.seconds:.2f}s"
+            ),
+        )
+    write_text_atomic(args.out, runs_csv(runs))
+    widths_note = ", ".join(f"K={widths[s]} at {s}" for s in args.sizes)
+    print(f"approx-dp reference: {widths_note}; dfs-dp capped at {args.dfs_dp_limit:g} s")
+    print(f"{args.graphs} held-out graphs per size; every run in {args.out}\n")
+    print(markdown_table(summarize(runs), PAPER_TABLE1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""Peak-memory ordering benchmark: paper 000, Table 1 (% gap from approximate DP, run time)."""
+
+import csv
+import io
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from dagopt.graph import Graph
+from dagopt.schedule import solve
+
+# Paper 000, Table 1: (% gap from approx. DP, run time [s]) on 300 test graphs (V100 / Xeon).
+PAPER_TABLE1: dict[int, dict[str, tuple[float, float]]] = {
+    500: {
+        "approx-dp": (0.0, 264.88),
+        "dfs-dp": (5.76, 3600),
+        "random": (6.86, 1.38),
+        "dfs": (12.9, 2.45),
+        "bfs": (20.94, 2.43),
+        "topoformer-greedy": (4.32, 0.6),
+        "topoformer-sample": (3.49, 0.72),
+        "topoformer-beam": (3.21, 2.68),
+    },
+    1000: {
+        "approx-dp": (0.0, 1561.17),
+        "dfs-dp": (3.84, 3600),
+        "random": (2.62, 7.13),
+        "dfs": (7.1, 10.91),
+        "bfs": (11.31, 10.87),
+        "topoformer-greedy": (0.48, 1.19),
+        "topoformer-sample": (0.03, 1.41),
+        "topoformer-beam": (0.08, 5.92),
+    },
+    2000: {
+        "approx-dp": (0.0, 8828.86),
+        "dfs-dp": (2.40, 3600),
+        "random": (0.31, 36.87),
+        "dfs": (3.57, 51.32),
+        "bfs": (6.42, 51.52),
+        "topoformer-greedy": (-1.47, 2.44),
+        "topoformer-sample": (-1.68, 2.87),
+        "topoformer-beam": (-1.66, 14.74),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One method on one graph."""
+
+    size: int
+    graph: str
+    method: str
+    peak_memory: float
+    seconds: float
+    proved_optimal: bool | None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean over the graphs of one size: % gap from the reference method and run time."""
+
+    size: int
+    method: str
+    graphs: int
+    mean_gap_percent: float
+    mean_seconds: float
+
+
+def run_methods(
+    graphs: Iterable[tuple[int, Graph]],
+    methods: list[str],
+    options: Callable[[str, int], dict[str, Any]],
+    *,
+    seed: int = 0,
+    on_run: Callable[[Run], None] | None = None,
+) -> list[Run]:
+    """Run every method on every ``(size, graph)``; ``options(method, size)`` gives the
+    solver options (``time_limit`` included)."""
+    runs = []
+    for size, graph in graphs:
+        for method in methods:
+            schedule = solve(graph, method, seed=seed, **options(method, size))
+            run = Run(
+                size=size,
+                graph=graph.name,
+                method=method,
+                peak_memory=schedule.peak_memory,
+                seconds=schedule.seconds,
+                proved_optimal=schedule.proved_optimal,
+            )
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
+    return runs
+
+
+def summarize(runs: list[Run], reference: str = "approx-dp") -> list[Summary]:
+    """Mean % gap of each method from ``reference`` on the same graph, and mean run time."""
+    ref = {(r.size, r.graph): r.peak_memory for r in runs if r.method == reference}
+    groups: dict[tuple[int, str], list[Run]] = {}
+    for r in runs:
+        groups.setdefault((r.size, r.method), []).append(r)
+    summaries = []
+    for (size, method), group in groups.items():
+        gaps = [100.0 * (r.peak_memory / ref[(r.size, r.graph)] - 1.0) for r in group]
+        summaries.append(
+            Summary(
+                size=size,
+                method=method,
+                graphs=len(group),
+                mean_gap_percent=sum(gaps) / len(gaps),
+                mean_seconds=sum(r.seconds for r in group) / len(group),
+            )
+        )
+    return summaries
+
+
+def markdown_table(
+    summaries: list[Summary], paper: dict[int, dict[str, tuple[float, float]]]
+) -> str:
+    """Markdown table: one row per method, per size our gap / time beside the paper's."""
+    sizes = sorted({s.size for s in summaries})
+    methods = list(dict.fromkeys(s.method for s in summaries))
+    cell = {(s.size, s.method): s for s in summaries}
+    header = ["method"]
+    for size in sizes:
+        header += [f"{size}: gap %", f"{size}: time s", f"{size}: paper gap % / time s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for method in methods:
+        row = [method]
+        for size in sizes:
+            ours = cell.get((size, method))
+            theirs = paper.get(size, {}).get(method)
+            row += [
+                f"{ours.mean_gap_percent:.2f}" if ours else "-",
+                _seconds(ours.mean_seconds) if ours else "-",
+                f"{theirs[0]:.2f} / {_seconds(theirs[1])}" if theirs else "-",
+            ]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def runs_csv(runs: list[Run]) -> str:
+    """All runs as CSV text (one row per method and graph)."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(asdict(runs[0])) if runs else ["size"])
+    writer.writeheader()
+    for r in runs:
+        row = asdict(r)
+        row["peak_memory"] = repr(r.peak_memory) if math.isfinite(r.peak_memory) else ""
+        writer.writerow(row)
+    return buffer.getvalue()
