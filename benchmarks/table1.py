@@ -6,18 +6,29 @@ Example (the numbers in docs/results.md):
         --beam-widths 100000 10000 1000 --dfs-dp-limit 60
 
 Graphs are generated from the held-out test seeds (``dagopt.bench.datasets``), the
-reference is ``approx-dp`` at the beam width given for that size. Prints a markdown
-table beside the paper's column and writes every run to ``--out`` (CSV) atomically.
+reference is ``approx-dp`` at the beam width given for that size. Every run is added
+to ``--out`` (CSV, rewritten atomically) as soon as it finishes; rerunning the same
+command resumes, skipping the runs already there (``--fresh`` starts over). Prints a
+markdown table beside the paper's column.
 """
 
 import argparse
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.progress import Progress
 
 from dagopt.bench.datasets import layered_test_set
-from dagopt.bench.ordering import PAPER_TABLE1, markdown_table, run_methods, runs_csv, summarize
+from dagopt.bench.ordering import (
+    PAPER_TABLE1,
+    Run,
+    markdown_table,
+    read_runs_csv,
+    run_methods,
+    runs_csv,
+    summarize,
+)
 from dagopt.io.atomic import write_text_atomic
 
 DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "inductor"]
@@ -37,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dfs-dp-limit", type=float, default=60.0, help="dfs-dp cap, seconds")
     parser.add_argument("--methods", nargs="+", default=DEFAULT_METHODS)
     parser.add_argument("--out", default="bench-out/table1.csv", help="CSV of every run")
+    parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
     args = parser.parse_args(argv)
     if len(args.beam_widths) not in (1, len(args.sizes)):
         parser.error("--beam-widths needs one value or one per size")
@@ -51,20 +63,25 @@ def main(argv: list[str] | None = None) -> int:
             return {"time_limit": args.dfs_dp_limit}
         return {}
 
+    out = Path(args.out)
+    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    done = [r for r in done if r.size in widths and r.method in args.methods]
     console = Console(stderr=True)
     total = len(args.sizes) * args.graphs * len(args.methods)
     with Progress(console=console) as progress:
-        task = progress.add_task("table 1", total=total)
+        task = progress.add_task("table 1", total=total, completed=len(done))
+        finished = list(done)
+
+        def record(run: Run) -> None:
+            finished.append(run)
+            write_text_atomic(out, runs_csv(finished))
+            progress.update(task, advance=1, description=f"{run.graph} {run.method}")
+            console.log(
+                f"{run.graph} {run.method}: peak {run.peak_memory:.6g}, {run.seconds:.3g} s"
+            )
+
         graphs = ((size, g) for size in args.sizes for g in layered_test_set(size, args.graphs))
-        runs = run_methods(
-            graphs,
-            args.methods,
-            options,
-            on_run=lambda r: progress.update(
-                task, advance=1, description=f"{r.size} nodes: {r.method} {r.seconds:.2f}s"
-            ),
-        )
-    write_text_atomic(args.out, runs_csv(runs))
+        runs = run_methods(graphs, args.methods, options, done=done, on_run=record)
     widths_note = ", ".join(f"K={widths[s]} at {s}" for s in args.sizes)
     print(f"approx-dp reference: {widths_note}; dfs-dp capped at {args.dfs_dp_limit:g} s")
     print(f"{args.graphs} held-out graphs per size; every run in {args.out}\n")

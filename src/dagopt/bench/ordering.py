@@ -2,9 +2,8 @@
 
 import csv
 import io
-import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from dagopt.graph import Graph
@@ -74,13 +73,18 @@ def run_methods(
     options: Callable[[str, int], dict[str, Any]],
     *,
     seed: int = 0,
+    done: Iterable[Run] = (),
     on_run: Callable[[Run], None] | None = None,
 ) -> list[Run]:
     """Run every method on every ``(size, graph)``; ``options(method, size)`` gives the
-    solver options (``time_limit`` included)."""
-    runs = []
+    solver options (``time_limit`` included). Runs already in ``done`` (same size, graph
+    and method) are kept, not repeated, so an interrupted benchmark resumes."""
+    runs = list(done)
+    finished = {(r.size, r.graph, r.method) for r in runs}
     for size, graph in graphs:
         for method in methods:
+            if (size, graph.name, method) in finished:
+                continue
             schedule = solve(graph, method, seed=seed, **options(method, size))
             run = Run(
                 size=size,
@@ -149,10 +153,24 @@ def _seconds(value: float) -> str:
 def runs_csv(runs: list[Run]) -> str:
     """All runs as CSV text (one row per method and graph)."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(asdict(runs[0])) if runs else ["size"])
+    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(Run)])
     writer.writeheader()
     for r in runs:
-        row = asdict(r)
-        row["peak_memory"] = repr(r.peak_memory) if math.isfinite(r.peak_memory) else ""
-        writer.writerow(row)
+        writer.writerow({**asdict(r), "peak_memory": repr(r.peak_memory)})
     return buffer.getvalue()
+
+
+def read_runs_csv(text: str) -> list[Run]:
+    """Runs written by ``runs_csv``."""
+    proved = {"True": True, "False": False, "": None}
+    return [
+        Run(
+            size=int(row["size"]),
+            graph=row["graph"],
+            method=row["method"],
+            peak_memory=float(row["peak_memory"]),
+            seconds=float(row["seconds"]),
+            proved_optimal=proved[row["proved_optimal"]],
+        )
+        for row in csv.DictReader(io.StringIO(text))
+    ]

@@ -68,12 +68,13 @@ def _search(
 ):  # fmt: skip
     """Advance the depth-first search by at most ``steps`` node choices.
 
-    ``state = [depth, finished]``; ``best[0]`` is the incumbent peak. Returns nothing;
-    all progress lives in the arrays.
+    ``state = [depth, finished, iterations]``; ``best[0]`` is the incumbent peak.
+    Returns nothing; all progress lives in the arrays.
     """
     n = mem.size
     d = state[0]
     for _ in range(steps):
+        state[2] += 1
         if d == n:
             if peak[n] < best[0]:
                 best[0] = peak[n]
@@ -155,7 +156,7 @@ def depth_first_dp(
     sinks = graph.out_degree == 0
     memo_size = 2 ** min(MAX_MEMO_BITS, 14 + int(np.ceil(np.log2(n + 1))))
     arrays = dict(
-        state=np.zeros(2, dtype=np.int64),
+        state=np.zeros(3, dtype=np.int64),
         fill=np.zeros(1, dtype=np.int64),
         cand=cand,
         cand_count=cand_count,
@@ -181,15 +182,13 @@ def depth_first_dp(
         bound=lower_bound(graph),
     )
     start = time.perf_counter()
-    chunks = 0
     while True:
         _search(**arrays, steps=CHUNK_STEPS)
-        chunks += 1
         finished = bool(arrays["state"][1])
         found = np.isfinite(arrays["best"][0])
         if finished or (found and time.perf_counter() - start >= time_limit):
             break
-    info = {"choices": chunks * CHUNK_STEPS, "memo_entries": int(arrays["fill"][0])}
+    info = {"iterations": int(arrays["state"][2]), "memo_entries": int(arrays["fill"][0])}
     return arrays["best_order"].copy(), finished, info
 
 
