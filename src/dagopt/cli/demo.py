@@ -13,7 +13,7 @@ from dagopt.graph import Graph
 from dagopt.objectives import lower_bound
 from dagopt.schedule.base import Schedule, solve
 
-DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "exact-dp")
+DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "dfs-dp", "exact-dp")
 #: exact-dp runs only on graphs up to this size, so the demo stays within seconds.
 EXACT_DP_MAX_NODES = 100
 #: Time limit handed to every method of the demo, in seconds.
@@ -42,13 +42,10 @@ def demo(
 
 def _run_methods(graph: Graph, seed: int) -> tuple[list[Schedule], list[str]]:
     """Run every demo method that applies; notes say which were skipped and why."""
-    solvers = solver_registry()
+    solver_registry()
     results: list[Schedule] = []
     notes: list[str] = []
     for method in DEMO_METHODS:
-        if method not in solvers:
-            notes.append(f"skipped {method}: not registered")
-            continue
         if method == "exact-dp" and graph.num_nodes > EXACT_DP_MAX_NODES:
             notes.append(
                 f"skipped {method}: {graph.num_nodes} nodes > {EXACT_DP_MAX_NODES} "
