@@ -1,6 +1,6 @@
 import pytest
 
-from dagopt.bench.datasets import TEST_SEED_BASE, VALIDATION_SEED_BASE, layered_test_set
+from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.ordering import (
     Run,
     markdown_table,
@@ -9,6 +9,7 @@ from dagopt.bench.ordering import (
     runs_csv,
     summarize,
 )
+from dagopt.generate.seeds import TEST_SEED_BASE, VALIDATION_SEED_BASE
 
 
 def test_held_out_seeds_are_disjoint_from_validation():

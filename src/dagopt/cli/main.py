@@ -14,6 +14,7 @@ from dagopt.cli.demo import demo
 from dagopt.cli.generate import generate_app
 from dagopt.cli.output import fail
 from dagopt.cli.schedule import evaluate, methods, schedule
+from dagopt.cli.train import train_app
 from dagopt.errors import DagoptError
 
 
@@ -39,6 +40,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 app.add_typer(generate_app, name="generate")
+app.add_typer(train_app, name="train")
 app.command()(schedule)
 app.command()(evaluate)
 app.command()(methods)

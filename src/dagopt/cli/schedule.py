@@ -34,6 +34,10 @@ def schedule(
     samples: Annotated[
         int | None, typer.Option(min=1, help="Random orders to draw (random).", show_default=False)
     ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(help="Model file (topoformer-* methods).", show_default=False),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -48,7 +52,12 @@ def schedule(
     solver_registry()
     get_solver(method)
     graph = load(graph_path)
-    given = {"beam_width": beam_width, "max_states": max_states, "samples": samples}
+    given = {
+        "beam_width": beam_width,
+        "max_states": max_states,
+        "samples": samples,
+        "checkpoint": checkpoint,
+    }
     options = {key: value for key, value in given.items() if value is not None}
     result = solve(
         graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options

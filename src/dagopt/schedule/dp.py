@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from dagopt.errors import SolverError
-from dagopt.graph import Graph
+from dagopt.graph import Graph, bits_to_bool
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.dp_kernels import (
     DPGraph,
@@ -41,6 +41,19 @@ def select_best(peak: np.ndarray, live: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate((below, tied))
 
 
+def top_scores(score: np.ndarray, node: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, ties to the lower node index."""
+    return np.lexsort((node, -score))[:k]
+
+
+def ready_log_normalizer(ready: np.ndarray, priorities: np.ndarray) -> np.ndarray:
+    """``log sum_{j ready} exp(y_j)`` for each state's ready bitset: eq. (8)'s denominator."""
+    mask = bits_to_bool(ready, priorities.size)
+    masked = np.where(mask, priorities[None, :], -np.inf)
+    top = masked.max(axis=1, keepdims=True)
+    return (top + np.log(np.exp(masked - top).sum(axis=1, keepdims=True)))[:, 0]
+
+
 def state_dp(
     graph: Graph,
     *,
@@ -48,9 +61,16 @@ def state_dp(
     keep_outputs: bool,
     max_states: int | None = None,
     time_limit: float | None = None,
+    priorities: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool, dict]:
     """Run the set DP. Returns ``(order, exact, info)``; ``exact`` is true when no step
-    was truncated to the beam, so the order is proved optimal."""
+    was truncated to the beam, so the order is proved optimal.
+
+    With ``priorities`` it is the paper's beam search with state collapsing (section
+    4.2): the beam keeps the ``beam_width`` partial orders of highest log-probability
+    under eq. (8), and of two partial orders with the same node set only the one of
+    lower peak survives.
+    """
     n = graph.num_nodes
     if n == 0:
         return np.zeros(0, dtype=np.int64), True, {"max_states": 0}
@@ -61,6 +81,7 @@ def state_dp(
     live = np.zeros(1)
     peak = np.zeros(1)
     hashes = np.zeros(1, dtype=np.uint64)
+    score = np.zeros(1)
     parents: list[np.ndarray] = []
     nodes: list[np.ndarray] = []
     exact = True
@@ -80,9 +101,20 @@ def state_dp(
                 f"exact-dp needs more than {max_states} states at step {t + 1} of {n}; "
                 "raise --max-states or use approx-dp"
             )
+        if priorities is not None:
+            lognorm = ready_log_normalizer(ready, priorities)
+            c_score = score[c_parent[unique]] + priorities[c_node[unique]]
+            c_score -= lognorm[c_parent[unique]]
         if width is not None and unique.size > width:
             exact = False
-            unique = unique[select_best(c_peak[unique], c_live[unique], width)]
+            if priorities is None:
+                keep = select_best(c_peak[unique], c_live[unique], width)
+            else:
+                keep = top_scores(c_score, c_node[unique], width)
+                c_score = c_score[keep]
+            unique = unique[keep]
+        if priorities is not None:
+            score = c_score
         sets, ready, hashes = materialize(
             sets, ready, unique, c_parent, c_node, c_hash,
             dpg.pred_mask, dpg.succ_ptr, dpg.succ_idx,

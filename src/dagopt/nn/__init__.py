@@ -1,0 +1,45 @@
+"""Neural networks for computation graphs: featurisation and torch modules, no search.
+
+Paper 000 (Gagrani et al., *Neural Topological Ordering for Computation Graphs*):
+node features and Laplacian encodings (appendix C.5), the seven Topoformer masks
+(section 4.1), Topoformer and the ablation encoders (section 5.3), and the priority
+model of eq. (7) and (17). See ``docs/neural.md``.
+"""
+
+from dagopt.nn.attention import FeedForward, MLPBlock, TopoformerLayer, attention_bias
+from dagopt.nn.encoders import (
+    KINDS,
+    Encoder,
+    EncoderConfig,
+    GATBlock,
+    PriorityModel,
+    normalise_priorities,
+)
+from dagopt.nn.features import (
+    FEATURE_NAMES,
+    GraphInputs,
+    graph_inputs,
+    laplacian_pe,
+    node_features,
+)
+from dagopt.nn.masks import MASK_NAMES, topological_masks
+
+__all__ = [
+    "FEATURE_NAMES",
+    "KINDS",
+    "MASK_NAMES",
+    "Encoder",
+    "EncoderConfig",
+    "FeedForward",
+    "GATBlock",
+    "GraphInputs",
+    "MLPBlock",
+    "PriorityModel",
+    "TopoformerLayer",
+    "attention_bias",
+    "graph_inputs",
+    "laplacian_pe",
+    "node_features",
+    "normalise_priorities",
+    "topological_masks",
+]

@@ -1,0 +1,170 @@
+"""Encoders and the priority model of paper 000 (section 4.1, 4.2, 5.3, appendix C.2).
+
+``Encoder`` turns ``GraphInputs`` into node embeddings: ``h0 = W x + b`` (section 4.1),
+``layers`` blocks of the chosen kind, a final LayerNorm. The kinds are Topoformer and
+the ablation baselines of section 5.3 / Table 3:
+
+- ``"topoformer"``: the seven masked head groups of section 4.1;
+- ``"topoformer-dag"``: two groups, the DAG's edges forward and backward
+  ("Topoformer with MP on DAG"); ``heads_per_group[0]`` heads attend along ``G``,
+  ``heads_per_group[3]`` along ``G`` reversed;
+- ``"transformer"``: one unmasked group of ``sum(heads_per_group)`` heads, so that it
+  has the attention width of the full Topoformer;
+- ``"mlp"``: no message passing, residual MLP blocks only;
+- ``"gat-forward"`` / ``"gat-bidirectional"``: PyG ``GATConv`` on the DAG's edges, or
+  on the edges and their reverses.
+
+``PriorityModel`` adds the priority head of eq. (7) and the normalisation of eq. (17).
+"""
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch_geometric.nn import GATConv
+
+from dagopt.errors import InputError
+from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias
+from dagopt.nn.features import GraphInputs
+
+ATTENTION_KINDS = ("topoformer", "topoformer-dag", "transformer")
+KINDS = (*ATTENTION_KINDS, "mlp", "gat-forward", "gat-bidirectional")
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    """Encoder hyper-parameters; the defaults are the paper's (appendix C.2, C.5).
+
+    ``heads_per_group``: heads for each of the seven masks of ``dagopt.nn.masks`` (0
+    drops that group); ``head_dim``: size of one head; ``pe_dim``: Laplacian encodings
+    appended to the ``in_features`` node features. ``dataclasses.asdict`` gives a
+    JSON-ready dict and ``EncoderConfig(**that_dict)`` rebuilds the config.
+    """
+
+    kind: str = "topoformer"
+    layers: int = 4
+    dim: int = 256
+    heads_per_group: tuple[int, ...] = (10,) * 7
+    head_dim: int = 64
+    pe_dim: int = 20
+    in_features: int = 8
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "heads_per_group", tuple(int(h) for h in self.heads_per_group))
+        if self.kind not in KINDS:
+            raise InputError(f"unknown encoder kind {self.kind!r} (choose from {', '.join(KINDS)})")
+        if len(self.heads_per_group) != 7 or min(self.heads_per_group) < 0:
+            raise InputError(f"heads_per_group needs 7 counts >= 0, got {self.heads_per_group}")
+        if self.kind in ATTENTION_KINDS and sum(self.group_heads) == 0:
+            raise InputError(f"encoder {self.kind!r} has no attention head: {self.heads_per_group}")
+        sizes = [self.layers, self.dim, self.head_dim, self.in_features, self.pe_dim + 1]
+        if min(sizes) < 1:
+            raise InputError(
+                f"encoder sizes must be positive (pe_dim >= 0): layers={self.layers}, "
+                f"dim={self.dim}, head_dim={self.head_dim}, in_features={self.in_features}, "
+                f"pe_dim={self.pe_dim}"
+            )
+
+    @property
+    def group_heads(self) -> tuple[int, ...]:
+        """Heads per attention group of the layers of this kind (empty without attention)."""
+        h = self.heads_per_group
+        return {
+            "topoformer": h,
+            "topoformer-dag": (h[0], h[3]),
+            "transformer": (sum(h),),
+        }.get(self.kind, ())
+
+    @property
+    def gat_heads(self) -> int:
+        """GAT heads: the largest divisor of ``dim`` up to ``max(1, heads_per_group[0])``."""
+        return max(h for h in range(1, max(1, self.heads_per_group[0]) + 1) if self.dim % h == 0)
+
+
+class GATBlock(nn.Module):
+    """``h + GAT(LN(h), edges)``, then ``h + MLP(LN(h))``: the GAT baseline of section 5.3.
+
+    ``GATConv(dim, dim // heads, heads)`` concatenates its heads back to ``dim``; it adds
+    self loops, so every node keeps its own message.
+    """
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.gat = GATConv(dim, dim // heads, heads=heads)
+        self.block = MLPBlock(dim)
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        return self.block(h + self.gat(self.norm(h), edge_index))
+
+
+class Encoder(nn.Module):
+    """Node embeddings ``(n, dim)`` from ``GraphInputs`` (section 4.1, eq. 4-5)."""
+
+    def __init__(self, config: EncoderConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.embed = nn.Linear(c.in_features + c.pe_dim, c.dim)
+        if c.kind.startswith("gat"):
+            blocks = [GATBlock(c.dim, c.gat_heads) for _ in range(c.layers)]
+        elif c.kind == "mlp":
+            blocks = [MLPBlock(c.dim) for _ in range(c.layers)]
+        else:
+            blocks = [TopoformerLayer(c.dim, c.group_heads, c.head_dim) for _ in range(c.layers)]
+        self.blocks = nn.ModuleList(blocks)
+        self.norm = nn.LayerNorm(c.dim)
+
+    def _context(self, inputs: GraphInputs) -> torch.Tensor | None:
+        """What the blocks of this kind read: attention bias, an edge list or nothing."""
+        kind, masks, edges = self.config.kind, inputs.masks, inputs.edge_index
+        if kind == "topoformer":
+            return attention_bias(masks, self.embed.weight.dtype)
+        if kind == "topoformer-dag":
+            dag = torch.stack([masks[0] | masks[1], masks[3] | masks[4]])
+            return attention_bias(dag, self.embed.weight.dtype)
+        if kind == "gat-forward":
+            return edges
+        if kind == "gat-bidirectional":
+            return torch.cat([edges, edges.flip(0)], dim=1)
+        return None  # transformer (unmasked) and mlp
+
+    def forward(self, inputs: GraphInputs) -> torch.Tensor:
+        h = self.embed(inputs.x.to(self.embed.weight.dtype))
+        context = self._context(inputs)
+        for block in self.blocks:
+            h = block(h, context)
+        return self.norm(h)
+
+
+class PriorityModel(nn.Module):
+    """Encoder plus the priority head: eq. (7) then the normalisation of eq. (17).
+
+    ``y = MLP(h_L)`` with ``MLP = Linear(d, d), ReLU, Linear(d, 1)`` (appendix C.2), then
+    ``y = alpha * (y - mean(y)) / std(y)`` over the nodes of the graph; a graph of one
+    node, or with all priorities equal, gets zeros.
+    """
+
+    def __init__(self, config: EncoderConfig, alpha: float = 5.0) -> None:
+        super().__init__()
+        self.config = config
+        self.alpha = float(alpha)
+        self.encoder = Encoder(config)
+        self.head = nn.Sequential(
+            nn.Linear(config.dim, config.dim), nn.ReLU(), nn.Linear(config.dim, 1)
+        )
+
+    def forward(self, inputs: GraphInputs) -> torch.Tensor:
+        """Normalised priorities ``(n,)`` (eq. 17)."""
+        y = self.head(self.encoder(inputs)).squeeze(-1)
+        return normalise_priorities(y, self.alpha)
+
+
+def normalise_priorities(y: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Eq. (17): ``alpha * (y - mean) / std`` (population std); zeros when std is ~0."""
+    if y.numel() < 2:
+        return torch.zeros_like(y)
+    centred = y - y.mean()
+    std = centred.square().mean().clamp_min(torch.finfo(y.dtype).tiny).sqrt()
+    flat = std <= torch.finfo(y.dtype).eps * (1 + y.abs().max())
+    return torch.where(flat, torch.zeros_like(y), alpha * centred / std)

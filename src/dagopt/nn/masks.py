@@ -1,0 +1,56 @@
+"""The seven attention masks of Topoformer (paper 000, section 4.1).
+
+Each attention-head group of a Topoformer layer only attends along one graph induced
+by the DAG ``G``: its transitive reduction TR, ``G`` minus TR, the transitive closure TC
+minus ``G``, the reversed version of each of those three, and the (undirected) graph of
+incomparable pairs. Together they partition all ordered pairs of distinct nodes, so the
+union of the seven groups is a fully connected transformer (eq. 4).
+
+Convention: ``masks[k, i, j]`` is True when query ``i`` may attend to key ``j`` in graph
+``k``. Messages travel along the edges, so for a forward edge ``u -> v`` node ``v``
+(the query) attends to ``u`` (the key): ``masks[0, v, u]`` is True for a TR edge, and
+the reversed graphs hold ``masks[3, u, v]``.
+"""
+
+import numpy as np
+
+from dagopt.graph import Graph
+
+#: Names of the seven graphs, in the order of the first axis of ``topological_masks``.
+MASK_NAMES = (
+    "TR",
+    "G-TR",
+    "TC-G",
+    "TR reversed",
+    "G-TR reversed",
+    "TC-G reversed",
+    "incomparable",
+)
+
+
+def _adjacency(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    matrix = np.zeros((num_nodes, num_nodes), dtype=bool)
+    matrix[src, dst] = True
+    return matrix
+
+
+def topological_masks(graph: Graph) -> np.ndarray:
+    """Boolean ``(7, n, n)`` masks, ``[k, i, j]`` = "query i may attend to key j" in graph k.
+
+    Graph order: see ``MASK_NAMES``. Every ordered pair ``(i, j)``, ``i != j``, lies in
+    exactly one mask; the diagonal is empty (the attention layer adds self-attention).
+    Built from ``graph.closure_matrix`` and ``graph.transitive_reduction`` with whole-
+    matrix numpy operations.
+    """
+    n = graph.num_nodes
+    reach = graph.closure_matrix  # [u, v] iff a path u -> v
+    dag = _adjacency(n, *graph.edges)
+    reduction = _adjacency(n, *graph.transitive_reduction)
+    redundant = dag ^ reduction  # G minus TR (TR is a subgraph of G)
+    implied = reach ^ dag  # TC minus G (G is a subgraph of TC)
+    incomparable = ~(reach | reach.T)
+    np.fill_diagonal(incomparable, False)
+    # Directed graph X[u, v] (edge u -> v) becomes the forward mask X.T: v attends to u.
+    return np.stack(
+        [reduction.T, redundant.T, implied.T, reduction, redundant, implied, incomparable]
+    )

@@ -1,0 +1,120 @@
+"""Neural topological ordering solvers (paper 000, section 4): Topoformer priorities
+decoded greedily, by sampling, or by beam search with state collapsing.
+
+One forward pass of the priority model gives ``y`` (eq. 7, normalised by eq. 17);
+the decoders of ``dagopt.schedule.priority`` and ``dagopt.schedule.dp`` turn it into
+orders. The model comes from ``--checkpoint`` or the shipped default
+``checkpoints/topoformer-ordering.pt`` (``DAGOPT_TOPOFORMER_CHECKPOINT`` overrides it).
+"""
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dagopt.errors import InputError, SolverError
+from dagopt.graph import Graph
+from dagopt.objectives import peak_memory
+from dagopt.schedule.base import SolverResult, register
+from dagopt.schedule.dp import state_dp
+from dagopt.schedule.priority import greedy_order, sample_orders
+
+if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
+    from dagopt.nn.encoders import PriorityModel
+
+SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "checkpoints" / "topoformer-ordering.pt"
+
+
+def default_checkpoint() -> Path:
+    """The model file used when no ``checkpoint`` option is given."""
+    return Path(os.environ.get("DAGOPT_TOPOFORMER_CHECKPOINT", SHIPPED_CHECKPOINT))
+
+
+@lru_cache(maxsize=4)
+def _cached_model(path: str) -> "PriorityModel":
+    from dagopt.nn.checkpoint import load_priority_model
+
+    return load_priority_model(path)[0]
+
+
+def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
+    path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
+    if not path.is_file():
+        raise InputError(f"no Topoformer model file at {path}; pass --checkpoint PATH")
+    return _cached_model(str(path.resolve()))
+
+
+def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
+    """Normalised priorities ``y`` of every node (eq. 7 and 17), one forward pass."""
+    import torch
+
+    from dagopt.nn.features import graph_inputs
+
+    if graph.num_nodes == 0:
+        return np.zeros(0)
+    with torch.inference_mode():
+        y = model(graph_inputs(graph, pe_dim=model.config.pe_dim))
+    return y.double().numpy()
+
+
+def _priorities(graph: Graph, checkpoint) -> np.ndarray:
+    return predict_priorities(graph, load_model(checkpoint))
+
+
+@register("topoformer-greedy", "Topoformer priorities, greedy decoding (4.2)", ("checkpoint",))
+def solve_greedy(graph: Graph, *, checkpoint=None, **_: object) -> SolverResult:
+    return SolverResult(order=greedy_order(graph, _priorities(graph, checkpoint)))
+
+
+@register(
+    "topoformer-sample",
+    "Topoformer priorities, best of S sampled orders (default 16)",
+    ("checkpoint", "samples"),
+)
+def solve_sample(
+    graph: Graph,
+    *,
+    seed: int | None = None,
+    keep_outputs: bool = False,
+    checkpoint=None,
+    samples: int = 16,
+    **_: object,
+) -> SolverResult:
+    if int(samples) < 1:
+        raise SolverError(f"samples must be >= 1, got {samples}")
+    y = _priorities(graph, checkpoint)
+    orders, _ = sample_orders(graph, y, int(samples), np.random.default_rng(seed))
+    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
+    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": int(samples)})
+
+
+@register(
+    "topoformer-beam",
+    "Topoformer priorities, beam search with state collapsing (default width 16)",
+    ("checkpoint", "beam_width"),
+)
+def solve_beam(
+    graph: Graph,
+    *,
+    keep_outputs: bool = False,
+    checkpoint=None,
+    beam_width: int = 16,
+    **_: object,
+) -> SolverResult:
+    """Beam search ranked by log-probability (eq. 8); of two partial orders with the same
+    node set the lower peak survives. The greedy order is kept as a candidate, so the
+    result is never worse than greedy decoding of the same priorities."""
+    if int(beam_width) < 1:
+        raise SolverError(f"beam width must be >= 1, got {beam_width}")
+    y = _priorities(graph, checkpoint)
+    beam, _, _ = state_dp(
+        graph, beam_width=int(beam_width), keep_outputs=keep_outputs, priorities=y
+    )
+    greedy = greedy_order(graph, y)
+    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
+        graph, beam, keep_outputs=keep_outputs
+    ):
+        return SolverResult(order=greedy, info={"chosen": "greedy"})
+    return SolverResult(order=beam, info={"chosen": "beam"})

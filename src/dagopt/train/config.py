@@ -1,0 +1,85 @@
+"""Configuration of a Topoformer ordering training run, read from a JSON file.
+
+Defaults follow paper 000, appendix C.1 (Adam, lr 1e-4, decay 0.996 per epoch, batch
+8, a fresh set of 1000 graphs per epoch) except the model and graph size, which a
+2-core CPU cannot train at the paper's scale (see ``checkpoints/README.md``).
+"""
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagopt.errors import InputError
+from dagopt.nn.encoders import EncoderConfig
+
+
+def _small_encoder() -> EncoderConfig:
+    return EncoderConfig(dim=64, layers=3, heads_per_group=(2,) * 7, head_dim=16)
+
+
+@dataclass(frozen=True)
+class OrderingTrainConfig:
+    """Every knob of ``dagopt train ordering``; JSON keys are the field names."""
+
+    encoder: EncoderConfig = field(default_factory=_small_encoder)
+    alpha: float = 5.0
+    graph_nodes: int = 100
+    epoch_graphs: int = 1000
+    batch_size: int = 8
+    epochs: int = 326
+    lr: float = 1e-4
+    lr_decay: float = 0.996
+    grad_clip: float = 1.0
+    validation_graphs: int = 64
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "OrderingTrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"unknown training option {unknown[0]!r}")
+        values = dict(data)
+        if "encoder" in values:
+            encoder = dict(values["encoder"])
+            encoder_fields = {f.name for f in dataclasses.fields(EncoderConfig)}
+            bad = sorted(set(encoder) - encoder_fields)
+            if bad:
+                raise InputError(f"unknown encoder option {bad[0]!r}")
+            if "heads_per_group" in encoder:
+                encoder["heads_per_group"] = tuple(encoder["heads_per_group"])
+            values["encoder"] = EncoderConfig(**encoder)
+        config = cls(**values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        positive = ("graph_nodes", "epoch_graphs", "batch_size", "epochs", "validation_graphs")
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"training option {name!r} must be >= 1")
+        if not (self.lr > 0 and 0 < self.lr_decay <= 1 and self.alpha > 0):
+            raise InputError("training options need lr > 0, 0 < lr_decay <= 1, alpha > 0")
+
+
+def load_config(path: str | os.PathLike) -> OrderingTrainConfig:
+    """Read a JSON training configuration (missing keys take the defaults)."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{file}: no such file") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{file}: cannot read training config ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: training config must be a JSON object")
+    try:
+        return OrderingTrainConfig.from_dict(data)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"{file}: {exc}") from None
