@@ -1,5 +1,13 @@
 """dagopt: optimize computation graphs (execution order for peak memory, placement, cost models)."""
 
+import os
+
+# numba's parallel kernels and torch share the cores. With OpenMP's default active
+# waiting, idle worker threads of one spin and starve the other (measured: a training
+# batch 8x slower, benchmarks/omp_wait.py). Passive waiting is set before either library
+# loads its OpenMP runtime; a value set by the user wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from dagopt.errors import DagoptError, GraphError, InputError, OrderError, SolverError
 from dagopt.graph import Graph
 
