@@ -3,7 +3,11 @@
 Example (the numbers in docs/results.md):
 
     python benchmarks/table1.py --sizes 500 1000 2000 --graphs 5 \
-        --beam-widths 100000 10000 1000 --dfs-dp-limit 60
+        --beam-widths 100000 10000 10000 --dfs-dp-limit 60
+
+Add ``--methods ... topoformer-greedy topoformer-sample topoformer-beam`` for the neural
+rows (the shipped model, or ``--checkpoint``). Runs already in ``--out`` are reused, so
+after changing the model use another ``--out`` or ``--fresh``.
 
 Graphs are generated from the held-out test seeds (``dagopt.bench.datasets``), the
 reference is ``approx-dp`` at the beam width given for that size. Every run is added
@@ -46,7 +50,13 @@ def main(argv: list[str] | None = None) -> int:
         help="approx-dp beam width K for each size (one value, or one per size)",
     )
     parser.add_argument("--dfs-dp-limit", type=float, default=60.0, help="dfs-dp cap, seconds")
-    parser.add_argument("--methods", nargs="+", default=DEFAULT_METHODS)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=DEFAULT_METHODS,
+        help="ordering methods; add topoformer-greedy / -sample / -beam for the neural rows",
+    )
+    parser.add_argument("--checkpoint", help="model file for the topoformer-* methods")
     parser.add_argument("--out", default="bench-out/table1.csv", help="CSV of every run")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
     args = parser.parse_args(argv)
@@ -61,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
             return {"beam_width": widths[size]}
         if method == "dfs-dp":
             return {"time_limit": args.dfs_dp_limit}
+        if method.startswith("topoformer-") and args.checkpoint:
+            return {"checkpoint": args.checkpoint}
         return {}
 
     out = Path(args.out)

@@ -10,7 +10,7 @@ import torch
 
 from dagopt.graph import Graph
 from dagopt.nn.encoders import PriorityModel
-from dagopt.nn.features import graph_inputs
+from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.objectives import peak_memory
 from dagopt.schedule.priority import greedy_order, order_log_prob_terms, sample_orders
 
@@ -23,9 +23,9 @@ def order_log_prob(graph: Graph, priorities: torch.Tensor, order: np.ndarray) ->
 
 
 @torch.no_grad()
-def greedy_cost(model: PriorityModel, graph: Graph) -> float:
+def greedy_cost(model: PriorityModel, graph: Graph, inputs: GraphInputs | None = None) -> float:
     """Peak memory of the greedy order of ``model`` on ``graph`` (eq. 10)."""
-    y = model(graph_inputs(graph, pe_dim=model.config.pe_dim))
+    y = model(inputs if inputs is not None else graph_inputs(graph, pe_dim=model.config.pe_dim))
     return peak_memory(graph, greedy_order(graph, y.double().numpy()))
 
 
@@ -37,7 +37,9 @@ def reinforce_loss(
 ) -> tuple[torch.Tensor, float, float]:
     """Surrogate loss of one batch: ``mean((C - b) * log p)``, one sampled order per graph.
 
-    Returns the loss and the batch's mean sampled cost and mean baseline cost.
+    The baseline sees the same inputs as the policy (same positional-encoding sign
+    flips), so the advantage compares the two policies on one input. Returns the loss
+    and the batch's mean sampled cost and mean baseline cost.
     """
     terms, costs, baselines = [], [], []
     for graph in graphs:
@@ -45,7 +47,7 @@ def reinforce_loss(
         y = policy(inputs)
         orders, _ = sample_orders(graph, y.detach().double().numpy(), 1, rng)
         cost = peak_memory(graph, orders[0])
-        base = greedy_cost(baseline, graph)
+        base = greedy_cost(baseline, graph, inputs)
         terms.append((cost - base) * order_log_prob(graph, y, orders[0]))
         costs.append(cost)
         baselines.append(base)
