@@ -46,7 +46,7 @@ def mean_ci(values: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--base-config", default="checkpoints/topoformer-ordering.config.json")
+    parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--graph-nodes", type=int, default=100)
     parser.add_argument("--epoch-graphs", type=int, default=500)

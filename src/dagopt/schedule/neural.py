@@ -4,7 +4,7 @@ decoded greedily, by sampling, or by beam search with state collapsing.
 One forward pass of the priority model gives ``y`` (eq. 7, normalised by eq. 17);
 the decoders of ``dagopt.schedule.priority`` and ``dagopt.schedule.dp`` turn it into
 orders. The model comes from ``--checkpoint`` or the shipped default
-``checkpoints/topoformer-ordering.pt`` (``DAGOPT_TOPOFORMER_CHECKPOINT`` overrides it).
+``checkpoints/topoformer-ordering/model.pt`` (``DAGOPT_TOPOFORMER_CHECKPOINT`` overrides it).
 """
 
 import os
@@ -24,7 +24,9 @@ from dagopt.schedule.priority import greedy_order, sample_orders
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
     from dagopt.nn.encoders import PriorityModel
 
-SHIPPED_CHECKPOINT = Path(__file__).resolve().parents[3] / "checkpoints" / "topoformer-ordering.pt"
+SHIPPED_CHECKPOINT = (
+    Path(__file__).resolve().parents[3] / "checkpoints" / "topoformer-ordering" / "model.pt"
+)
 
 
 def default_checkpoint() -> Path:
