@@ -120,3 +120,19 @@ def test_permutation_equivariance(kind, layered):
         y = model(graph_inputs(graph, pe_dim=0))
         y_relabelled = model(graph_inputs(relabel(graph, perm), pe_dim=0))
     torch.testing.assert_close(y_relabelled[perm], y, atol=1e-4, rtol=0)
+
+
+def test_batched_groups_match_group_by_group_attention():
+    from dagopt.nn.attention import TopoformerLayer, attention_bias
+    from dagopt.nn.masks import topological_masks
+
+    torch.manual_seed(0)
+    graph = generate_layered(40, seed=3)
+    bias = attention_bias(torch.from_numpy(topological_masks(graph)), torch.float64)
+    layer = TopoformerLayer(16, (2,) * 7, 8).double()
+    h = torch.randn(40, 16, dtype=torch.float64)
+    qkv = layer.qkv(layer.norm_attention(h)).view(40, 3, -1, 8)
+    q, k, v = qkv.permute(1, 2, 0, 3).unsqueeze(1)
+    batched = layer._groups_as_batch(q, k, v, bias)
+    looped = layer._group_by_group(q, k, v, bias)
+    assert torch.allclose(batched, looped, atol=1e-12)

@@ -79,6 +79,24 @@ class TopoformerLayer(nn.Module):
         n = h.shape[0]
         qkv = self.qkv(self.norm_attention(h)).view(n, 3, -1, self.head_dim)
         q, k, v = qkv.permute(1, 2, 0, 3).unsqueeze(1)  # each (1, heads, n, head_dim)
+        if bias is not None and len(set(self.heads)) == 1 and self.heads[0] > 0:
+            attended = self._groups_as_batch(q, k, v, bias)
+        else:
+            attended = self._group_by_group(q, k, v, bias)
+        return self.block(h + self.out(attended.transpose(0, 1).reshape(n, -1)))
+
+    def _groups_as_batch(self, q, k, v, bias: torch.Tensor) -> torch.Tensor:
+        """Every group has the same number of heads: one attention call with the groups
+        as the batch dimension, ``(groups, heads, n, head_dim)``, each group's bias
+        broadcast over its heads."""
+        groups, count, n = len(self.heads), self.heads[0], q.shape[2]
+        q, k, v = (t.reshape(groups, count, n, self.head_dim) for t in (q, k, v))
+        out = F.scaled_dot_product_attention(q, k, v, bias.unsqueeze(1))
+        return out.reshape(groups * count, n, self.head_dim)
+
+    def _group_by_group(self, q, k, v, bias: torch.Tensor | None) -> torch.Tensor:
+        """One attention call per group (groups with different head counts)."""
+        n = q.shape[2]
         outputs, first = [], 0
         for group, count in enumerate(self.heads):
             if count == 0:
@@ -89,5 +107,4 @@ class TopoformerLayer(nn.Module):
             outputs.append(
                 F.scaled_dot_product_attention(q[:, heads], k[:, heads], v[:, heads], mask)
             )
-        attended = torch.cat(outputs, dim=1)[0].transpose(0, 1).reshape(n, -1)
-        return self.block(h + self.out(attended))
+        return torch.cat(outputs, dim=1)[0]
