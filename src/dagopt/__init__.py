@@ -3,8 +3,9 @@
 import os
 
 # numba's parallel kernels and torch share the cores. With OpenMP's default active
-# waiting, idle worker threads of one spin and starve the other (measured: a training
-# batch 8x slower, benchmarks/omp_wait.py). Passive waiting is set before either library
+# waiting, idle worker threads spin and starve other work on the same cores, which
+# slows training by several times when another process is busy (benchmarks/omp_wait.py
+# measures both policies, idle and busy). Passive waiting is set before either library
 # loads its OpenMP runtime; a value set by the user wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
