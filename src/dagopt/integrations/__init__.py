@@ -1,0 +1,1 @@
+"""Apply dagopt's results to real frameworks and check them on a real run (``torch``)."""

@@ -1,0 +1,303 @@
+"""PyTorch importer: an ``nn.Module`` and example inputs -> ``Graph`` via ``torch.export``.
+
+The module is traced by ``torch.export.export`` (inference: the eval-mode forward as
+traced, in-place ops kept; training: the joint forward + backward graph of
+``torch.export.experimental._export_forward_backward``). Sizes come from the fake
+tensors in ``node.meta["val"]``, which share a storage exactly when the real tensors
+do. The rules (``docs/real_models.md``):
+
+- nodes: every graph input, every executed ``call_function`` and the fx ``output``
+  node, in the fx graph's own order (``np.arange(n)`` is the traced order);
+  parameters, buffers and lifted constants are not nodes;
+- ``mem``: bytes of the storages a node creates; an output that aliases an existing
+  storage (view, reshape without copy, ``getitem``, in-place op result) adds 0;
+- edges: ``u -> v`` for every fx input ``u`` of ``v``, plus ``owner -> v`` for the
+  node that created each storage ``v`` reads, so a storage stays alive while any
+  alias of it is used; a write to a storage is ordered after its earlier readers
+  and before its later ones;
+- ``param_mem``: bytes of the distinct parameter / buffer storages a node reads; a
+  pure alias (creates nothing, writes nothing) reads no data and gets 0;
+- the ``output`` node (``mem`` 0) reads every graph output, and every node is one of
+  its ancestors, so outputs stay alive to the end as in PyTorch.
+"""
+
+import contextlib
+import io
+import logging
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import torch
+from torch.export.experimental import _export_forward_backward
+from torch.export.graph_signature import InputKind
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils import _pytree as pytree
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+
+Mode = Literal["inference", "training"]
+STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+aten = torch.ops.aten
+# Export records these with a decomposition that clones when ``train`` is false, while
+# the eager kernel returns its input itself; ``_runnable`` drops them (the identity).
+EVAL_IDENTITIES = (
+    aten.dropout.default,
+    aten.feature_dropout.default,
+    aten.alpha_dropout.default,
+    aten.feature_alpha_dropout.default,
+)
+
+
+@dataclass(frozen=True)
+class TorchGraph:
+    """A module's ``Graph`` and the runnable fx module it was read from.
+
+    ``graph.names[i]`` is the name of the fx node of dagopt node ``i`` in
+    ``graph_module``. ``graph_module(*example_inputs)`` returns the flat tuple of the
+    program's outputs (training: updated buffers, the loss, then the parameter
+    gradients, in the order of ``program.graph_signature.output_specs``); parameters
+    and buffers are ``get_attr`` nodes sharing the module's storage.
+    """
+
+    graph: Graph
+    graph_module: torch.fx.GraphModule
+    program: torch.export.ExportedProgram
+    mode: Mode
+
+
+def graph_from_module(
+    module: torch.nn.Module,
+    example_inputs: torch.Tensor | Sequence[torch.Tensor],
+    *,
+    mode: Mode = "inference",
+    name: str | None = None,
+) -> TorchGraph:
+    """Export ``module`` on ``example_inputs`` and build its ``Graph`` (rules in the module doc).
+
+    ``mode="training"`` differentiates a scalar loss: the module's output if it is a
+    0-d tensor, else the sum of all elements of its floating-point outputs. The
+    module's train/eval flag is restored afterwards. A module that cannot be
+    exported, a non-tensor input or a symbolic shape raises ``InputError``.
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise InputError(f"expected a torch.nn.Module, got {type(module).__name__}")
+    if mode not in ("inference", "training"):
+        raise InputError(f"mode must be 'inference' or 'training', got {mode!r}")
+    inputs = _as_inputs(example_inputs)
+    label = name or f"{type(module).__name__}-{mode}"
+    program = _export(module, inputs, mode, label)
+    graph_module = _runnable(program)
+    graph = _graph_from_fx(graph_module, label)
+    return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
+
+
+def _as_inputs(example_inputs: Any) -> tuple[torch.Tensor, ...]:
+    if isinstance(example_inputs, torch.Tensor):
+        return (example_inputs,)
+    if not isinstance(example_inputs, Iterable) or isinstance(example_inputs, str | bytes):
+        raise InputError(
+            f"example inputs must be a tensor or a sequence of tensors, got "
+            f"{type(example_inputs).__name__}"
+        )
+    inputs = tuple(example_inputs)
+    for i, value in enumerate(inputs):
+        if not isinstance(value, torch.Tensor):
+            raise InputError(f"example input #{i} is a {type(value).__name__}, not a tensor")
+    return inputs
+
+
+class _Loss(torch.nn.Module):
+    """Training objective: the output if it is a 0-d tensor, else the sum of its float outputs."""
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, *inputs: torch.Tensor) -> tuple[torch.Tensor]:
+        out = self.module(*inputs)
+        if isinstance(out, torch.Tensor) and out.ndim == 0:
+            return (out,)
+        leaves = [x for x in pytree.tree_leaves(out) if isinstance(x, torch.Tensor)]
+        sums = [x.sum() for x in leaves if x.is_floating_point()]
+        if not sums:
+            raise InputError("training mode needs a floating-point output to differentiate")
+        loss = sums[0]
+        for term in sums[1:]:
+            loss = loss + term
+        return (loss,)
+
+
+def _export(
+    module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], mode: Mode, label: str
+) -> torch.export.ExportedProgram:
+    """``torch.export.export`` in the requested mode; any failure becomes one ``InputError``."""
+    was_training = module.training
+    module.train(mode == "training")
+    try:
+        with _quiet():
+            if mode == "inference":
+                return torch.export.export(module, inputs)
+            program = torch.export.export(_Loss(module), inputs)
+            return _export_forward_backward(program, joint_loss_index=0)
+    except InputError:
+        raise
+    except Exception as exc:  # export raises many unrelated types for untraceable code
+        raise InputError(f"cannot export {label}: {_first_line(exc)}") from None
+    finally:
+        module.train(was_training)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Silence export's warnings, its log records and the partial graph it prints on failure."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    text = lines[0] if lines else type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
+    """Copy of the program's graph where parameters, buffers and constants are ``get_attr``
+    nodes (detached, sharing storage), only the user inputs remain placeholders, and
+    dropouts with ``train=False`` are removed (they return their input)."""
+    state: dict[str, torch.Tensor] = {}
+    for spec in program.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            continue
+        if spec.kind not in STATE_KINDS:
+            raise InputError(f"unsupported graph input {spec.arg.name!r} ({spec.kind.name})")
+        source = program.state_dict if spec.target in program.state_dict else program.constants
+        state[spec.arg.name] = source[spec.target].detach()
+    root = torch.nn.Module()
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for node in program.graph.nodes:
+        if node.op not in ("placeholder", "call_function", "output"):
+            raise InputError(f"unsupported fx node {node.name!r} ({node.op})")
+        if node.op == "placeholder" and node.name in state:
+            root.register_buffer(node.name, state[node.name])
+            env[node] = graph.get_attr(node.name)
+            env[node].meta = dict(node.meta)
+        elif _eval_identity(node):
+            env[node] = env[node.args[0]]
+        else:
+            env[node] = graph.node_copy(node, env.__getitem__)
+    return torch.fx.GraphModule(root, graph)
+
+
+def _eval_identity(node: torch.fx.Node) -> bool:
+    if node.target not in EVAL_IDENTITIES:
+        return False
+    return not (node.kwargs["train"] if "train" in node.kwargs else node.args[2])
+
+
+def written_arguments(target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+    """The arguments an operator writes to, from its schema (``Tensor(a!)`` annotations)."""
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return []
+    written: list[Any] = []
+    for i, argument in enumerate(schema.arguments):
+        if argument.alias_info is None or not argument.alias_info.is_write:
+            continue
+        if argument.name in kwargs:
+            written.extend(pytree.tree_leaves(kwargs[argument.name]))
+        elif not argument.kwarg_only and i < len(args):
+            written.extend(pytree.tree_leaves(args[i]))
+    return written
+
+
+def _storages(value: Any, node: torch.fx.Node) -> dict[StorageWeakRef, int]:
+    """Storages (and their bytes) of the tensors in a node's fake value; symbolic is an error."""
+    found: dict[StorageWeakRef, int] = {}
+    for leaf in pytree.tree_leaves(value):
+        if isinstance(leaf, torch.SymInt | torch.SymFloat | torch.SymBool):
+            raise InputError(f"node {node.name!r} has a symbolic value; export with static shapes")
+        if isinstance(leaf, torch.Tensor):
+            storage = leaf.untyped_storage()
+            nbytes = storage.nbytes()
+            if not isinstance(nbytes, int):
+                raise InputError(f"node {node.name!r} has a symbolic shape {tuple(leaf.shape)}")
+            found[StorageWeakRef(storage)] = nbytes
+    return found
+
+
+def _value(node: torch.fx.Node) -> Any:
+    if node.op in ("placeholder", "call_function", "get_attr") and "val" not in node.meta:
+        raise InputError(f"fx node {node.name!r} has no tensor metadata ('val')")
+    return node.meta.get("val")
+
+
+def _op_name(node: torch.fx.Node) -> str:
+    if node.op == "placeholder":
+        return "input"
+    if node.op == "output":
+        return "output"
+    if isinstance(node.target, torch._ops.OpOverload):
+        return str(node.target)
+    return getattr(node.target, "__name__", str(node.target))
+
+
+def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
+    """Apply the node, size, alias, parameter and ordering rules of the module doc."""
+    index: dict[torch.fx.Node, int] = {}
+    owner: dict[StorageWeakRef, int] = {}  # storage -> node that created it
+    state: dict[StorageWeakRef, int] = {}  # parameter / buffer storage -> bytes
+    last_write: dict[StorageWeakRef, int] = {}
+    readers: dict[StorageWeakRef, list[int]] = {}  # readers since the last write
+    names: list[str] = []
+    ops: list[str] = []
+    mem: list[int] = []
+    param_mem: list[int] = []
+    src: list[int] = []
+    dst: list[int] = []
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            state.update(_storages(_value(node), node))
+            continue
+        v = index[node] = len(names)
+        names.append(node.name)
+        ops.append(_op_name(node))
+        read: dict[StorageWeakRef, int] = {}
+        for u in node.all_input_nodes:
+            read.update(_storages(_value(u), u))
+            if u in index:
+                src.append(index[u])
+                dst.append(v)
+        created = {} if node.op == "output" else _storages(_value(node), node)
+        new = {k: b for k, b in created.items() if k not in owner and k not in state}
+        owner.update(dict.fromkeys(new, v))
+        written = [
+            k
+            for u in written_arguments(node.target, node.args, node.kwargs)
+            if isinstance(u, torch.fx.Node)
+            for k in _storages(_value(u), u)
+        ]
+        mem.append(sum(new.values()))
+        reads_data = bool(new) or bool(written)
+        param_mem.append(sum(state[k] for k in read if k in state) if reads_data else 0)
+        before = {owner.get(k) for k in read} | {last_write.get(k) for k in read}
+        for k in written:
+            before.update(readers.pop(k, ()))
+            last_write[k] = v
+        for k in read:
+            if k not in written:
+                readers.setdefault(k, []).append(v)
+        for u in before - {None, v}:
+            src.append(u)
+            dst.append(v)
+    return Graph(len(names), src, dst, mem=mem, param_mem=param_mem, op=ops, names=names, name=name)

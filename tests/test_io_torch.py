@@ -1,0 +1,244 @@
+"""PyTorch importer: node sizes by hand, alias and in-place rules, training graphs, errors."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from dagopt.errors import InputError
+from dagopt.io.torch import TorchGraph, graph_from_module
+from dagopt.objectives import peak_memory
+
+F32 = 4  # bytes per float32 element
+
+
+class MLP(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 32)
+        self.fc2 = nn.Linear(32, 8)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Shapes(nn.Module):
+    """Views, a transpose, a chunk into a tuple and a reshape that must copy."""
+
+    def forward(self, x):
+        y = x * 2
+        t = y.view(4, 4, 4).transpose(1, 2)
+        a, b = t.chunk(2, dim=2)
+        return a + b, t.reshape(4, 16).view(-1)
+
+
+class Residual(nn.Module):
+    """In-place ``relu_`` and ``+=`` on a linear block with a skip connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(16, 16)
+        self.fc2 = nn.Linear(16, 16)
+
+    def forward(self, x):
+        y = self.fc1(x).relu_()
+        y = self.fc2(y)
+        y += x
+        return y.relu_()
+
+
+class ReadThenWrite(nn.Module):
+    """``y`` is read by ``mul`` before ``relu_`` overwrites it."""
+
+    def forward(self, x):
+        y = x + 1
+        z = y * 2
+        y.relu_()
+        return z + y
+
+
+class WithBuffer(nn.Module):
+    """Two inputs and a non-persistent buffer (a lifted constant)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.full((16,), 2.0), persistent=False)
+
+    def forward(self, x, y):
+        return x * self.scale + y
+
+
+def x16() -> torch.Tensor:
+    return torch.randn(4, 16, generator=torch.Generator().manual_seed(0))
+
+
+def node(tg: TorchGraph, name: str) -> int:
+    return tg.graph.index_of[name]
+
+
+def preds(tg: TorchGraph, name: str) -> set[str]:
+    return {tg.graph.names[u] for u in tg.graph.predecessors(node(tg, name))}
+
+
+def test_mlp_sizes_parameters_and_edges():
+    tg = graph_from_module(MLP(), (x16(),))
+    g = tg.graph
+    assert g.names == ("x", "linear", "relu", "linear_1", "output")
+    assert g.op == (
+        "input",
+        "aten.linear.default",
+        "aten.relu.default",
+        "aten.linear.default",
+        "output",
+    )
+    assert g.mem.tolist() == [4 * 16 * F32, 4 * 32 * F32, 4 * 32 * F32, 4 * 8 * F32, 0]
+    assert g.param_mem.tolist() == [0, (32 * 16 + 32) * F32, 0, (8 * 32 + 8) * F32, 0]
+    src, dst = g.edges
+    assert list(zip(src.tolist(), dst.tolist(), strict=True)) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert g.name == "MLP-inference"
+
+
+def test_node_list_is_the_fx_execution_order():
+    tg = graph_from_module(Residual(), x16(), name="res")
+    fx_nodes = [n.name for n in tg.graph_module.graph.nodes if n.op != "get_attr"]
+    assert list(tg.graph.names) == fx_nodes
+    assert tg.graph.is_topological(np.arange(tg.graph.num_nodes))
+    assert tg.graph.name == "res"
+    assert tg.mode == "inference"
+
+
+def test_views_and_tuple_items_are_not_counted_twice():
+    tg = graph_from_module(Shapes(), x16())
+    sizes = dict(zip(tg.graph.names, tg.graph.mem.tolist(), strict=True))
+    assert sizes == {
+        "x": 256,
+        "mul": 256,
+        "view": 0,
+        "transpose": 0,
+        "chunk": 0,
+        "getitem": 0,
+        "getitem_1": 0,
+        "add": 4 * 4 * 2 * F32,
+        "reshape": 256,  # the transposed view is not contiguous: reshape copies
+        "view_1": 0,
+        "output": 0,
+    }
+    # consumers of an alias also depend on the node that owns the storage
+    assert preds(tg, "add") == {"mul", "getitem", "getitem_1"}
+    assert preds(tg, "reshape") == {"mul", "transpose"}
+    assert preds(tg, "output") == {"add", "reshape", "view_1"}
+
+
+def test_in_place_ops_alias_their_argument():
+    tg = graph_from_module(Residual(), x16())
+    g = tg.graph
+    sizes = dict(zip(g.names, g.mem.tolist(), strict=True))
+    assert sizes == {
+        "x": 256,
+        "linear": 256,
+        "relu_": 0,
+        "linear_1": 256,
+        "add_": 0,
+        "relu__1": 0,
+        "output": 0,
+    }
+    assert g.param_mem[node(tg, "linear")] == (16 * 16 + 16) * F32
+    assert g.param_mem[node(tg, "relu_")] == 0
+    assert preds(tg, "relu__1") == {"linear_1", "add_"}
+    assert preds(tg, "output") == {"linear_1", "relu__1"}
+    # by hand: during linear_1, x, linear and the new output are live with fc2's 1088 bytes
+    assert peak_memory(g, np.arange(g.num_nodes), keep_outputs=True) == 3 * 256 + 1088
+
+
+def test_a_write_waits_for_earlier_readers():
+    tg = graph_from_module(ReadThenWrite(), x16())
+    assert preds(tg, "relu_") == {"add", "mul"}
+    assert tg.graph.mem[node(tg, "relu_")] == 0
+
+
+def test_buffers_are_parameters_not_nodes():
+    tg = graph_from_module(WithBuffer(), (x16(), x16()))
+    g = tg.graph
+    assert g.names == ("x", "y", "mul", "add", "output")
+    assert g.param_mem[node(tg, "mul")] == 16 * F32
+    assert g.param_mem.sum() == 16 * F32
+
+
+def test_eval_dropout_is_the_identity():
+    model = nn.Sequential(nn.Linear(16, 16), nn.Dropout(0.5), nn.ReLU())
+    tg = graph_from_module(model, x16())
+    assert tg.graph.op[1:] == ("aten.linear.default", "aten.relu.default", "output")
+    assert torch.equal(tg.graph_module(x16())[0], model.eval()(x16()))
+
+
+def test_training_graph_saves_forward_activations_for_backward():
+    tg = graph_from_module(MLP(), (x16(),), mode="training")
+    g = tg.graph
+    assert tg.mode == "training"
+    assert g.name == "MLP-training"
+    loss = next(i for i, op in enumerate(g.op) if op == "aten.sum.dim_IntList")
+    relu = g.op.index("aten.relu.default")
+    assert relu < loss
+    assert any(w > loss for w in g.successors(relu).tolist())  # weight gradient of fc2
+    assert any(w > loss for w in g.successors(0).tolist())  # weight gradient of fc1 reads x
+    kinds = [spec.kind.name for spec in tg.program.graph_signature.output_specs]
+    assert kinds == ["LOSS_OUTPUT"] + ["GRADIENT_TO_PARAMETER"] * 4
+    outputs = tg.graph_module(x16())
+    assert [t.shape for t in outputs[1:]] == [p.shape for p in MLP().parameters()]
+
+
+def test_training_gradients_match_autograd():
+    module = MLP()
+    tg = graph_from_module(module, (x16(),), mode="training")
+    loss, *grads = tg.graph_module(x16())
+    module(x16()).sum().backward()
+    assert torch.allclose(loss, module(x16()).sum())
+    for grad, param in zip(grads, module.parameters(), strict=True):
+        assert torch.allclose(grad, param.grad, atol=1e-6)
+
+
+def test_module_mode_flag_is_restored():
+    module = MLP().train()
+    graph_from_module(module, x16())
+    assert module.training
+    graph_from_module(module.eval(), x16(), mode="training")
+    assert not module.training
+
+
+class DataDependent(nn.Module):
+    def forward(self, x):
+        return x * 2 if x.sum() > 0 else x
+
+
+@pytest.mark.parametrize(
+    ("module", "inputs", "message"),
+    [
+        (DataDependent(), (torch.ones(3),), "cannot export DataDependent-inference"),
+        (MLP(), (x16(), 3), "example input #1 is a int, not a tensor"),
+        (MLP(), 5, "example inputs must be a tensor or a sequence of tensors"),
+        ("model", (x16(),), "expected a torch.nn.Module"),
+    ],
+)
+def test_bad_inputs_raise_one_line_input_errors(module, inputs, message):
+    with pytest.raises(InputError, match=message) as info:
+        graph_from_module(module, inputs)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_mode_is_an_input_error():
+    with pytest.raises(InputError, match="mode must be"):
+        graph_from_module(MLP(), x16(), mode="eval")
+
+
+def test_training_needs_a_float_output():
+    class Argmax(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.fc(x).argmax(dim=1)
+
+    with pytest.raises(InputError, match="floating-point output") as info:
+        graph_from_module(Argmax(), x16(), mode="training")
+    assert "\n" not in str(info.value)
