@@ -12,6 +12,7 @@ from typer.core import TyperGroup
 
 from dagopt.cli.demo import demo
 from dagopt.cli.generate import generate_app
+from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.output import fail
 from dagopt.cli.schedule import evaluate, methods, schedule
 from dagopt.cli.train import train_app
@@ -45,3 +46,5 @@ app.command()(schedule)
 app.command()(evaluate)
 app.command()(methods)
 app.command()(demo)
+app.command("import")(import_model)
+app.command("export-onnx")(export_onnx)

@@ -9,7 +9,15 @@ from dagopt.graph import Graph
 from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.orders import OrderFile, read_order, write_order
 
-READERS: dict[str, Callable[[Path], Graph]] = {".json": read_graph_json}
+
+def _read_onnx_graph(path: Path) -> Graph:
+    """The ``Graph`` of an ONNX model (``dagopt.io.onnx``, imported on first use)."""
+    from dagopt.io.onnx import read_onnx
+
+    return read_onnx(path).graph
+
+
+READERS: dict[str, Callable[[Path], Graph]] = {".json": read_graph_json, ".onnx": _read_onnx_graph}
 
 
 def load(path: str | os.PathLike) -> Graph:

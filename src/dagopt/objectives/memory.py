@@ -15,37 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dagopt.errors import OrderError
-from dagopt.graph import Graph
-
-
-def validate_order(graph: Graph, order) -> np.ndarray:
-    """Return ``order`` as int64 node indices, or raise ``OrderError`` saying what is wrong."""
-    n = graph.num_nodes
-    array = np.asarray(order)
-    if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
-        raise OrderError("order must be a flat list of node indices")
-    array = array.astype(np.int64, copy=False)
-    unknown = np.flatnonzero((array < 0) | (array >= n))
-    if unknown.size:
-        raise OrderError(f"order contains unknown node index {int(array[unknown[0]])}")
-    counts = np.bincount(array, minlength=n)
-    repeated = np.flatnonzero(counts > 1)
-    if repeated.size:
-        raise OrderError(f"order repeats node {graph.names[int(repeated[0])]!r}")
-    missing = np.flatnonzero(counts == 0)
-    if missing.size:
-        raise OrderError(
-            f"order misses {missing.size} of {n} nodes, e.g. {graph.names[int(missing[0])]!r}"
-        )
-    position = np.empty(n, dtype=np.int64)
-    position[array] = np.arange(n)
-    src, dst = graph.edges
-    late = np.flatnonzero(position[src] > position[dst])
-    if late.size:
-        s, t = int(src[late[0]]), int(dst[late[0]])
-        raise OrderError(f"order runs {graph.names[t]!r} before its predecessor {graph.names[s]!r}")
-    return array
+from dagopt.graph import Graph, validate_order
 
 
 @dataclass(frozen=True)

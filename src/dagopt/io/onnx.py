@@ -1,0 +1,380 @@
+"""ONNX importer and writer: a model file -> ``Graph``, and the model back in any order.
+
+``read_onnx`` loads a model, checks it (``onnx.checker``) and runs strict ONNX shape
+inference. The rules (``docs/real_models.md``, section ONNX):
+
+- nodes: one per graph input that has no initializer (op ``input``), one per ONNX node
+  of the main graph in the file's order, then one ``output`` node: ``np.arange(n)`` is
+  the file order;
+- ``mem``: bytes of the node's output tensors (sum over its outputs, read or not), from
+  the element type and static shape of ``value_info`` / graph inputs / outputs;
+  sub-byte types are packed. A tensor without a static size (symbolic or unknown dims,
+  unknown type, strings, sequences) is an ``InputError`` naming it, unless
+  ``assume_size`` gives the bytes to assume;
+- parameters: initializers and the values of ``Constant`` nodes. A ``Constant`` node
+  has ``mem`` 0; ``param_mem`` of a node is the bytes of the distinct parameters it
+  reads (directly or from inside its subgraphs), plus the initializers of its subgraphs;
+- edges: producer -> consumer for every tensor a node reads, including the outer-scope
+  tensors its subgraphs (``If``, ``Loop``, ``Scan``) read: such nodes are opaque, the
+  memory inside their subgraphs is not modelled;
+- the ``output`` node (``mem`` 0) reads every graph output and every value nothing else
+  reads, so every node is one of its ancestors: it runs last and the outputs stay alive
+  to the end, as in the PyTorch importer.
+
+``write_onnx`` writes the model with its main-graph node list in a given order of the
+``Graph``; everything else in the model is kept as it was.
+"""
+
+import math
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph, validate_order
+from dagopt.io.atomic import write_bytes_atomic
+
+#: Bits per element of the element types ONNX packs below one byte per element.
+PACKED_BITS = {
+    getattr(TensorProto, name): bits
+    for name, bits in (
+        ("INT2", 2),
+        ("UINT2", 2),
+        ("INT4", 4),
+        ("UINT4", 4),
+        ("FLOAT4E2M1", 4),
+        ("FLOAT6E2M3", 6),
+        ("FLOAT6E3M2", 6),
+    )
+    if hasattr(TensorProto, name)
+}
+DEFAULT_DOMAINS = ("", "ai.onnx")
+MAX_MESSAGE = 300
+
+
+@dataclass(frozen=True)
+class OnnxGraph:
+    """A model's ``Graph`` and the model it was read from.
+
+    ``origin[v]`` tells where dagopt node ``v`` comes from: an ``int`` is an index into
+    ``model.graph.node``, a ``str`` the name of a graph input, ``None`` the ``output``
+    node. ``model`` is the file's model as loaded (without inferred shapes);
+    ``param_bytes`` the bytes of all its parameters (initializers, ``Constant`` values,
+    initializers of subgraphs), each counted once.
+    """
+
+    graph: Graph
+    model: onnx.ModelProto
+    origin: tuple[int | str | None, ...]
+    param_bytes: float
+
+    def onnx_order(self, order: Sequence[int] | np.ndarray) -> list[int]:
+        """Indices into ``model.graph.node`` in the order ``order`` runs them.
+
+        ``order`` is a topological order of ``graph`` (else ``OrderError``); graph-input
+        nodes and the ``output`` node are skipped.
+        """
+        valid = validate_order(self.graph, order).tolist()
+        return [self.origin[v] for v in valid if isinstance(self.origin[v], int)]
+
+
+def read_onnx(path: str | os.PathLike, *, assume_size: float | None = None) -> OnnxGraph:
+    """Read an ONNX model file into a ``Graph`` (rules in the module doc).
+
+    ``assume_size`` is the size in bytes taken for every tensor whose size shape
+    inference leaves unknown; without it such a tensor is an ``InputError``. A missing,
+    truncated or invalid file, or a failed shape inference, is an ``InputError``.
+    """
+    file = Path(path)
+    if assume_size is not None and not (math.isfinite(assume_size) and assume_size >= 0):
+        raise InputError(f"assume_size must be a finite number of bytes >= 0, got {assume_size}")
+    model = _load(file)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        )
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, ValueError) as exc:
+        raise InputError(f"{file}: shape inference failed: {_one_line(exc)}") from None
+    try:
+        return _build(model, inferred.graph, file.stem, assume_size)
+    except InputError as exc:
+        raise InputError(f"{file}: {exc}") from None
+
+
+def write_onnx(
+    onnx_graph: OnnxGraph, order: Sequence[int] | np.ndarray, path: str | os.PathLike
+) -> Path:
+    """Write ``onnx_graph.model`` with its nodes in ``order`` (node indices of its graph).
+
+    The order must be a topological order of ``onnx_graph.graph`` (else ``OrderError``);
+    the written model passes ``onnx.checker.check_model(..., full_check=True)`` before
+    it replaces ``path`` atomically.
+    """
+    nodes = onnx_graph.onnx_order(order)
+    source = onnx_graph.model
+    model = onnx.ModelProto()
+    model.CopyFrom(source)
+    del model.graph.node[:]
+    model.graph.node.extend(source.graph.node[i] for i in nodes)
+    try:
+        onnx.checker.check_model(model, full_check=True)
+        data = model.SerializeToString()
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError, ValueError) as exc:
+        raise InputError(f"reordered model fails the ONNX checker: {_one_line(exc)}") from None
+    return write_bytes_atomic(path, data)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
+
+
+def _load(file: Path) -> onnx.ModelProto:
+    """``onnx.load`` and ``onnx.checker.check_model``; every failure is one ``InputError``."""
+    try:
+        model = onnx.load(file)
+    except FileNotFoundError:
+        raise InputError(f"{file}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    except DecodeError:
+        raise InputError(f"{file}: not an ONNX model (truncated or corrupt protobuf)") from None
+    try:
+        onnx.checker.check_model(model)
+    except (onnx.checker.ValidationError, ValueError) as exc:
+        raise InputError(f"{file}: invalid ONNX model: {_one_line(exc)}") from None
+    return model
+
+
+# ------------------------------------------------------------------------- tensor sizes
+def _element_bits(elem_type: int) -> int | None:
+    """Bits per element of an ONNX element type; ``None`` for types without a fixed size."""
+    if elem_type in PACKED_BITS:
+        return PACKED_BITS[elem_type]
+    try:
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    except KeyError:  # UNDEFINED or a type this onnx does not know
+        return None
+    return None if dtype.kind == "O" else dtype.itemsize * 8
+
+
+def _packed_bytes(elem_type: int, dims: Iterable[int]) -> int | None:
+    bits = _element_bits(elem_type)
+    return None if bits is None else math.ceil(math.prod(dims) * bits / 8)
+
+
+def _static_bytes(type_proto: onnx.TypeProto) -> int | None:
+    """Bytes of a tensor of this type, ``None`` unless its element type and shape are static."""
+    if type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = tensor.shape.dim
+    if not all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
+        return None
+    return _packed_bytes(tensor.elem_type, (d.dim_value for d in dims))
+
+
+def _describe(type_proto: onnx.TypeProto | None) -> str:
+    """Why a type has no static size, for the error message."""
+    if type_proto is None:
+        return "no type from shape inference"
+    kind = type_proto.WhichOneof("value")
+    if kind != "tensor_type":
+        return f"a non-tensor type ({kind or 'unknown'})"
+    tensor = type_proto.tensor_type
+    if _element_bits(tensor.elem_type) is None:
+        element = onnx.helper.tensor_dtype_to_string(tensor.elem_type).removeprefix("TensorProto.")
+        return f"element type {element} without a fixed size"
+    if not tensor.HasField("shape"):
+        return "an unknown shape (rank unknown)"
+    dims = [
+        str(d.dim_value) if d.HasField("dim_value") else d.dim_param or "?"
+        for d in tensor.shape.dim
+    ]
+    return f"a non-static shape [{', '.join(dims)}]"
+
+
+def _initializer_bytes(tensor: TensorProto) -> int:
+    if tensor.data_type == TensorProto.STRING:
+        return sum(len(s) for s in tensor.string_data)
+    return _packed_bytes(tensor.data_type, tensor.dims) or 0
+
+
+def _parameters(graph: onnx.GraphProto) -> dict[str, int]:
+    """Initializers (dense and sparse) of a graph -> their bytes."""
+    params = {t.name: _initializer_bytes(t) for t in graph.initializer}
+    for sparse in graph.sparse_initializer:
+        stored = _initializer_bytes(sparse.values) + _initializer_bytes(sparse.indices)
+        params[sparse.values.name] = stored
+    return params
+
+
+# ---------------------------------------------------------------------------- subgraphs
+def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    for attribute in node.attribute:
+        if attribute.type == onnx.AttributeProto.GRAPH:
+            yield attribute.g
+        elif attribute.type == onnx.AttributeProto.GRAPHS:
+            yield from attribute.graphs
+
+
+def _outer_names(graph: onnx.GraphProto) -> set[str]:
+    """Names a subgraph (and the subgraphs nested in it) reads from enclosing scopes."""
+    defined = {v.name for v in graph.input} | set(_parameters(graph))
+    used = {v.name for v in graph.output}
+    for node in graph.node:
+        defined.update(node.output)
+        used.update(node.input)
+        for inner in _subgraphs(node):
+            used |= _outer_names(inner)
+    return used - defined - {""}
+
+
+def _inner_param_bytes(node: onnx.NodeProto) -> int:
+    """Bytes of the initializers of a node's subgraphs, nested ones included."""
+    total = 0
+    for graph in _subgraphs(node):
+        total += sum(_parameters(graph).values())
+        total += sum(_inner_param_bytes(child) for child in graph.node)
+    return total
+
+
+# -------------------------------------------------------------------------------- graph
+def _is_constant(node: onnx.NodeProto) -> bool:
+    return node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS
+
+
+def _op_name(node: onnx.NodeProto) -> str:
+    return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}::{node.op_type}"
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """Names made unique in order: a repeated name gets the first free ``name#k``, k >= 1."""
+    taken: set[str] = set()
+    result = []
+    for name in names:
+        unique, k = name, 0
+        while unique in taken:
+            k += 1
+            unique = f"{name}#{k}"
+        taken.add(unique)
+        result.append(unique)
+    return result
+
+
+class _Builder:
+    """Nodes, sizes and edges of the ``Graph``, added in file order (rules in the module doc)."""
+
+    def __init__(self, graph: onnx.GraphProto, assume_size: float | None) -> None:
+        self.types = {v.name: v.type for v in (*graph.input, *graph.value_info, *graph.output)}
+        self.assume_size = assume_size
+        self.params: dict[str, float] = dict(_parameters(graph))
+        self.inner_params = 0.0
+        self.producer: dict[str, int] = {}
+        self.labels: list[str] = []
+        self.ops: list[str] = []
+        self.mem: list[float] = []
+        self.param_mem: list[float] = []
+        self.origin: list[int | str | None] = []
+        self.src: list[int] = []
+        self.dst: list[int] = []
+
+    def size(self, name: str, owner: str) -> float:
+        """Bytes of tensor ``name``; unknown sizes are an error unless ``assume_size`` is set."""
+        type_proto = self.types.get(name)
+        size = None if type_proto is None else _static_bytes(type_proto)
+        if size is not None:
+            return float(size)
+        if self.assume_size is not None:
+            return float(self.assume_size)
+        raise InputError(
+            f"tensor {name!r} ({owner}) has {_describe(type_proto)}; "
+            "give --assume-size BYTES (assume_size) to assume a size for such tensors"
+        )
+
+    def add(
+        self,
+        label: str,
+        op: str,
+        origin: int | str | None,
+        reads: Iterable[str],
+        mem: float,
+        extra_params: float = 0.0,
+    ) -> int:
+        """Append a node that reads tensors ``reads``; return its index."""
+        v = len(self.labels)
+        reads = set(reads)
+        self.labels.append(label)
+        self.ops.append(op)
+        self.origin.append(origin)
+        self.mem.append(mem)
+        self.param_mem.append(sum(self.params[x] for x in reads if x in self.params) + extra_params)
+        for u in sorted({self.producer[x] for x in reads if x in self.producer}):
+            self.src.append(u)
+            self.dst.append(v)
+        return v
+
+    def add_input(self, value: onnx.ValueInfoProto) -> None:
+        size = self.size(value.name, "graph input")
+        self.producer[value.name] = self.add(value.name, "input", value.name, (), size)
+
+    def add_node(self, index: int, node: onnx.NodeProto) -> None:
+        label = node.name or next((x for x in node.output if x), node.op_type)
+        outputs = [x for x in node.output if x]
+        size = sum(self.size(x, f"output of node {label!r}") for x in outputs)
+        reads = [x for x in node.input if x]
+        for inner in _subgraphs(node):
+            reads.extend(_outer_names(inner))
+        inner_params = _inner_param_bytes(node)
+        self.inner_params += inner_params
+        if _is_constant(node):
+            self.params.update(dict.fromkeys(outputs, size))
+            size = 0.0
+        v = self.add(label, _op_name(node), index, reads, size, inner_params)
+        self.producer.update(dict.fromkeys(outputs, v))
+
+    def add_output(self, graph_outputs: Iterable[str]) -> None:
+        v = self.add("output", "output", None, graph_outputs, 0.0)
+        read = set(self.src)
+        for u in range(v):
+            if u not in read:
+                self.src.append(u)
+                self.dst.append(v)
+
+    def to_graph(self, name: str) -> Graph:
+        return Graph(
+            len(self.labels),
+            self.src,
+            self.dst,
+            mem=self.mem,
+            param_mem=self.param_mem,
+            op=self.ops,
+            names=_unique(self.labels),
+            name=name,
+        )
+
+
+def _build(
+    model: onnx.ModelProto, inferred: onnx.GraphProto, name: str, assume_size: float | None
+) -> OnnxGraph:
+    builder = _Builder(inferred, assume_size)
+    for value in inferred.input:
+        if value.name not in builder.params:  # an input with an initializer is a parameter
+            builder.add_input(value)
+    for index, node in enumerate(inferred.node):
+        builder.add_node(index, node)
+    builder.add_output(v.name for v in inferred.output)
+    return OnnxGraph(
+        graph=builder.to_graph(name),
+        model=model,
+        origin=tuple(builder.origin),
+        param_bytes=float(sum(builder.params.values()) + builder.inner_params),
+    )

@@ -1,0 +1,423 @@
+"""ONNX importer and writer: sizes by hand, file order, parameters, unknown shapes, subgraphs,
+reordered models that pass the checker and compute the same outputs in onnxruntime, and
+one-line errors through the CLI."""
+
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+import typer
+from onnx import TensorProto, helper, numpy_helper
+from torch import nn
+from typer.testing import CliRunner
+
+from dagopt.cli.imports import export_onnx, import_model
+from dagopt.cli.main import _UserErrorGroup
+from dagopt.errors import InputError, OrderError
+from dagopt.io import load, read_order, write_order
+from dagopt.io.onnx import OnnxGraph, read_onnx, write_onnx
+from dagopt.objectives import peak_memory
+from dagopt.schedule import solve
+
+F32 = 4  # bytes per float32 element
+OPSET = [helper.make_opsetid("", 17)]
+
+
+def make_model(nodes, inputs, outputs, initializers=(), ir_version=8) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "test", inputs, outputs, initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=OPSET, ir_version=ir_version)
+
+
+def tensor(name, shape, elem_type=TensorProto.FLOAT) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def save(model: onnx.ModelProto, path) -> str:
+    onnx.save(model, path)
+    return str(path)
+
+
+def mlp() -> onnx.ModelProto:
+    """MatMul + Add + Relu on a [2, 4] input; the Relu node has no name."""
+    weight = numpy_helper.from_array(np.arange(12, dtype=np.float32).reshape(4, 3) / 7, "w")
+    bias = numpy_helper.from_array(np.array([0.5, -1.0, 0.25], dtype=np.float32), "b")
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="matmul"),
+        helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
+    return make_model(nodes, [tensor("x", [2, 4])], [tensor("y", [2, 3])], [weight, bias])
+
+
+def branchy() -> onnx.ModelProto:
+    """Split into three branches (a Constant, fp16 casts), Concat; outputs ``y`` and ``h``."""
+    split = numpy_helper.from_array(np.array([2, 2, 2], dtype=np.int64), "split")
+    two = numpy_helper.from_array(np.array(2.0, dtype=np.float32))
+    nodes = [
+        helper.make_node("Split", ["x", "split"], ["s0", "s1", "s2"], name="split", axis=1),
+        helper.make_node("Constant", [], ["c"], name="const", value=two),
+        helper.make_node("Relu", ["s0"], ["r"], name="relu"),
+        helper.make_node("Mul", ["s1", "c"], ["p"], name="mul"),
+        helper.make_node("Cast", ["s2"], ["h"], name="half", to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["hf"], name="float", to=TensorProto.FLOAT),
+        helper.make_node("Concat", ["r", "p", "hf"], ["y"], name="concat", axis=1),
+    ]
+    outputs = [tensor("y", [4, 6]), tensor("h", [4, 2], TensorProto.FLOAT16)]
+    return make_model(nodes, [tensor("x", [4, 6])], outputs, [split])
+
+
+def with_subgraph() -> onnx.ModelProto:
+    """An ``If`` whose branches read the outer tensor ``r`` and initializer ``w``; the else
+    branch has an initializer of its own."""
+    weight = numpy_helper.from_array(np.full(3, 2.0, dtype=np.float32), "w")
+    inner = numpy_helper.from_array(np.full(3, -1.0, dtype=np.float32), "inner")
+    then_branch = helper.make_graph(
+        [helper.make_node("Mul", ["r", "w"], ["t"])], "then", [], [tensor("t", [3])]
+    )
+    else_branch = helper.make_graph(
+        [helper.make_node("Add", ["r", "inner"], ["e"])],
+        "else",
+        [],
+        [tensor("e", [3])],
+        initializer=[inner],
+    )
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Neg", ["x"], ["n"], name="neg"),
+        helper.make_node(
+            "If", ["cond"], ["z"], name="if", then_branch=then_branch, else_branch=else_branch
+        ),
+        helper.make_node("Add", ["z", "n"], ["y"], name="add"),
+    ]
+    inputs = [tensor("x", [3]), tensor("cond", [], TensorProto.BOOL)]
+    return make_model(nodes, inputs, [tensor("y", [3])], [weight])
+
+
+def run_ort(path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def node_names(path) -> list[str]:
+    return [node.name for node in onnx.load(str(path)).graph.node]
+
+
+def assert_reorder_keeps_outputs(og: OnnxGraph, order, source, tmp_path, feeds) -> None:
+    """The model written in ``order`` passes the full checker, runs its nodes in that order
+    and computes exactly the outputs of the original."""
+    out = write_onnx(og, order, tmp_path / "reordered.onnx")
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    expected = [og.model.graph.node[i].name for i in og.onnx_order(order)]
+    assert node_names(out) == expected
+    for got, want in zip(run_ort(out, feeds), run_ort(source, feeds), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+# ----------------------------------------------------------------------------- importer
+def test_mlp_sizes_params_and_file_order(tmp_path):
+    og = read_onnx(save(mlp(), tmp_path / "mlp.onnx"))
+    graph = og.graph
+    assert graph.name == "mlp"
+    assert graph.names == ("x", "matmul", "add", "y", "output")  # unnamed Relu: its output
+    assert graph.op == ("input", "MatMul", "Add", "Relu", "output")
+    assert og.origin == ("x", 0, 1, 2, None)
+    np.testing.assert_array_equal(graph.mem, [8 * F32, 6 * F32, 6 * F32, 6 * F32, 0])
+    np.testing.assert_array_equal(graph.param_mem, [0, 12 * F32, 3 * F32, 0, 0])
+    assert og.param_bytes == 15 * F32
+    assert [tuple(e) for e in np.transpose(graph.edges)] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    # the peak of the file order is while MatMul runs: its input, output and weight
+    assert peak_memory(graph, np.arange(5), keep_outputs=True) == 8 * F32 + 6 * F32 + 12 * F32
+
+
+def test_branchy_sizes_constants_and_edges(tmp_path):
+    og = read_onnx(save(branchy(), tmp_path / "branchy.onnx"))
+    graph = og.graph
+    assert graph.names == (
+        "x",
+        "split",
+        "const",
+        "relu",
+        "mul",
+        "half",
+        "float",
+        "concat",
+        "output",
+    )
+    assert graph.op[1:-1] == tuple(node.op_type for node in og.model.graph.node)
+    branch = 4 * 2 * F32
+    mem = [24 * F32, 3 * branch, 0, branch, branch, 4 * 2 * 2, branch, 24 * F32, 0]
+    np.testing.assert_array_equal(graph.mem, mem)
+    # int64 split sizes (24 bytes) are read by Split; the Constant's value by Mul
+    np.testing.assert_array_equal(graph.param_mem, [0, 24, 0, 0, F32, 0, 0, 0, 0])
+    assert og.param_bytes == 24 + F32
+    index = graph.index_of
+    edges = {(graph.names[s], graph.names[t]) for s, t in zip(*graph.edges, strict=True)}
+    assert edges == {
+        ("x", "split"),
+        ("split", "relu"),
+        ("split", "mul"),
+        ("const", "mul"),
+        ("split", "half"),
+        ("half", "float"),
+        ("half", "output"),  # h is a graph output
+        ("relu", "concat"),
+        ("mul", "concat"),
+        ("float", "concat"),
+        ("concat", "output"),
+    }
+    assert index["output"] == graph.num_nodes - 1
+
+
+def test_multiple_outputs_dead_nodes_and_packed_types(tmp_path):
+    """TopK's two outputs are both counted; an unused input and a dead node feed the output
+    node; a packed int4 initializer counts ceil(bits / 8) bytes."""
+    k = numpy_helper.from_array(np.array([2], dtype=np.int64), "k")
+    packed = helper.make_tensor("q", TensorProto.INT4, [3], [1, 2, 3])
+    nodes = [
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="topk"),
+        helper.make_node("Abs", ["x"], ["dead"], name="dead"),
+        helper.make_node("Neg", ["x"], ["z"], name="neg"),
+    ]
+    inputs = [tensor("x", [3, 5]), tensor("u", [7], TensorProto.UINT8)]
+    outputs = [tensor("values", [3, 2]), tensor("z", [3, 5])]
+    model = make_model(nodes, inputs, outputs, [k, packed], ir_version=10)
+    og = read_onnx(save(model, tmp_path / "multi.onnx"))
+    graph = og.graph
+    assert graph.names == ("x", "u", "topk", "dead", "neg", "output")
+    np.testing.assert_array_equal(graph.mem, [15 * F32, 7, 6 * F32 + 6 * 8, 15 * F32, 15 * F32, 0])
+    assert og.param_bytes == 8 + 2
+    assert sorted(graph.names[u] for u in graph.predecessors(5)) == ["dead", "neg", "topk", "u"]
+    assert graph.out_degree[:-1].min() > 0  # every node is an ancestor of the output node
+
+
+def test_unique_names_fall_back_and_number_repeats(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="act"),
+        helper.make_node("Relu", ["a"], ["b"], name="act"),
+        helper.make_node("Neg", ["b"], ["output"]),
+    ]
+    model = make_model(nodes, [tensor("x", [2])], [tensor("output", [2])])
+    graph = read_onnx(save(model, tmp_path / "names.onnx")).graph
+    assert graph.names == ("x", "act", "act#1", "output", "output#1")
+
+
+def test_subgraph_is_an_opaque_node_with_outer_edges(tmp_path):
+    og = read_onnx(save(with_subgraph(), tmp_path / "if.onnx"))
+    graph = og.graph
+    assert graph.names == ("x", "cond", "relu", "neg", "if", "add", "output")
+    preds = {graph.names[v]: sorted(graph.names[u] for u in graph.predecessors(v)) for v in (4, 5)}
+    assert preds == {"if": ["cond", "relu"], "add": ["if", "neg"]}
+    # the outer weight the then branch reads plus the else branch's own initializer
+    assert graph.param_mem[4] == 3 * F32 + 3 * F32
+    assert og.param_bytes == 6 * F32
+    np.testing.assert_array_equal(graph.mem, [3 * F32, 1, 3 * F32, 3 * F32, 3 * F32, 3 * F32, 0])
+
+
+def test_symbolic_shapes_need_assume_size(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Neg", ["r"], ["y"], name="neg"),
+    ]
+    model = make_model(nodes, [tensor("x", ["batch", 4])], [tensor("y", ["batch", 4])])
+    path = save(model, tmp_path / "symbolic.onnx")
+    with pytest.raises(
+        InputError, match=r"'x' \(graph input\) has a non-static shape \[batch, 4\]"
+    ):
+        read_onnx(path)
+    graph = read_onnx(path, assume_size=100).graph
+    np.testing.assert_array_equal(graph.mem, [100, 100, 100, 0])
+    with pytest.raises(InputError, match="assume_size must be"):
+        read_onnx(path, assume_size=-1)
+
+
+def test_unknown_types_are_named(tmp_path):
+    """A custom-domain op has no shape inference: its output has no type, its consumer's
+    output only the declared graph output type."""
+    nodes = [
+        helper.make_node("Mystery", ["x"], ["m"], name="mystery", domain="my.ops"),
+        helper.make_node("Relu", ["m"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(nodes, "custom", [tensor("x", [2])], [tensor("y", [None])])
+    opsets = [*OPSET, helper.make_opsetid("my.ops", 1)]
+    path = save(helper.make_model(graph, opset_imports=opsets, ir_version=8), tmp_path / "c.onnx")
+    with pytest.raises(InputError, match=r"'m' \(output of node 'mystery'\) has no type from"):
+        read_onnx(path)
+    og = read_onnx(path, assume_size=12)
+    assert og.graph.op == ("input", "my.ops::Mystery", "Relu", "output")
+    np.testing.assert_array_equal(og.graph.mem, [2 * F32, 12, 12, 0])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (lambda data: data[: len(data) // 2], "truncated or corrupt"),
+        (lambda data: b"\xff" * 64, "truncated or corrupt"),
+        (lambda data: b"", "invalid ONNX model"),
+    ],
+)
+def test_bad_files_are_one_line_input_errors(tmp_path, content, message):
+    path = tmp_path / "bad.onnx"
+    path.write_bytes(content(mlp().SerializeToString()))
+    with pytest.raises(InputError, match=message) as error:
+        read_onnx(path)
+    assert "\n" not in str(error.value)
+    with pytest.raises(InputError, match="no such file"):
+        read_onnx(tmp_path / "missing.onnx")
+
+
+def test_load_dispatches_on_onnx_suffix(tmp_path):
+    path = save(branchy(), tmp_path / "branchy.onnx")
+    assert load(path).names == read_onnx(path).graph.names
+
+
+# ------------------------------------------------------------------------------- writer
+def test_reordered_branchy_model_runs_with_identical_outputs(tmp_path):
+    source = save(branchy(), tmp_path / "branchy.onnx")
+    og = read_onnx(source)
+    feeds = {"x": np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)}
+    orders = [solve(og.graph, "lpmf", keep_outputs=True).order]
+    orders += [solve(og.graph, "random", seed=seed, samples=1).order for seed in range(3)]
+    assert any(not np.array_equal(order, np.arange(og.graph.num_nodes)) for order in orders)
+    for order in orders:
+        assert_reorder_keeps_outputs(og, order, source, tmp_path, feeds)
+
+
+def test_reordered_subgraph_model_runs_with_identical_outputs(tmp_path):
+    source = save(with_subgraph(), tmp_path / "if.onnx")
+    og = read_onnx(source)
+    order = [og.graph.index_of[name] for name in ("cond", "x", "neg", "relu", "if", "add")]
+    order.append(og.graph.num_nodes - 1)
+    x = np.array([-1.5, 0.0, 2.0], dtype=np.float32)
+    for cond in (True, False):
+        feeds = {"x": x, "cond": np.array(cond)}
+        assert_reorder_keeps_outputs(og, order, source, tmp_path, feeds)
+
+
+def test_writer_rejects_orders_that_are_not_topological(tmp_path):
+    og = read_onnx(save(mlp(), tmp_path / "mlp.onnx"))
+    with pytest.raises(OrderError, match="before its predecessor"):
+        write_onnx(og, [0, 2, 1, 3, 4], tmp_path / "bad.onnx")
+    with pytest.raises(OrderError, match="misses"):
+        write_onnx(og, [0, 1, 2], tmp_path / "bad.onnx")
+    assert not (tmp_path / "bad.onnx").exists()
+
+
+class Gated(nn.Module):
+    """Two branches from the input, multiplied, then a projection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16)
+        self.fc2 = nn.Linear(8, 16)
+        self.fc3 = nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc3(torch.relu(self.fc1(x)) * torch.sigmoid(self.fc2(x)))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_torch_exported_model(tmp_path):
+    torch.manual_seed(0)
+    module = Gated().eval()
+    x = torch.randn(2, 8)
+    path = tmp_path / "gated.onnx"
+    try:  # the TorchScript exporter needs no onnxscript; it is deprecated in recent torch
+        torch.onnx.export(
+            module, (x,), str(path), input_names=["x"], output_names=["y"], dynamo=False
+        )
+    except Exception as exc:
+        pytest.skip(f"torch.onnx.export (TorchScript) is not available: {exc}")
+    og = read_onnx(path)
+    graph = og.graph
+    params = sum(p.numel() * p.element_size() for p in module.parameters())
+    assert og.param_bytes == params
+    assert graph.param_mem.sum() == params  # each weight is read by one Gemm
+    assert graph.op[0] == "input" and graph.op[-1] == "output"
+    assert sorted(graph.op[1:-1]) == ["Gemm", "Gemm", "Gemm", "Mul", "Relu", "Sigmoid"]
+    hidden = 2 * 16 * F32
+    assert graph.mem[0] == 2 * 8 * F32
+    assert sorted(graph.mem[1:-1]) == [2 * 4 * F32] + [hidden] * 5
+    feeds = {"x": x.numpy()}
+    np.testing.assert_allclose(run_ort(path, feeds)[0], module(x).detach().numpy(), atol=1e-6)
+    order = solve(graph, "random", seed=1, samples=1).order
+    assert_reorder_keeps_outputs(og, order, path, tmp_path, feeds)
+
+
+# ---------------------------------------------------------------------------------- CLI
+@pytest.fixture(scope="module")
+def cli() -> typer.Typer:
+    """The two commands on an app with the error handling of ``dagopt``."""
+    app = typer.Typer(cls=_UserErrorGroup, add_completion=False)
+    app.command("import")(import_model)
+    app.command("export-onnx")(export_onnx)
+    return app
+
+
+def invoke(app, *args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_one_line_error(result, fragment: str) -> None:
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert fragment in lines[0]
+
+
+def test_cli_import_then_export_reordered(cli, tmp_path):
+    source = save(branchy(), tmp_path / "branchy.onnx")
+    result = invoke(cli, "import", source, "--out", tmp_path / "g.json")
+    assert result.exit_code == 0, result.output
+    og = read_onnx(source)
+    peak = peak_memory(og.graph, np.arange(og.graph.num_nodes), keep_outputs=True)
+    assert result.stdout.startswith("branchy: 9 nodes, 11 edges, parameters 28 bytes, ")
+    assert f"file-order peak {peak:.6g}" in result.stdout
+    graph = load(tmp_path / "g.json")
+    assert graph.names == og.graph.names
+    np.testing.assert_array_equal(graph.mem, og.graph.mem)
+    schedule = solve(graph, "random", seed=2, samples=1)
+    order_file = write_order(
+        tmp_path / "order.json",
+        graph,
+        schedule.order,
+        method="random",
+        peak_memory=schedule.peak_memory,
+        seconds=schedule.seconds,
+        proved_optimal=None,
+    )
+    out = tmp_path / "reordered.onnx"
+    result = invoke(cli, "export-onnx", source, order_file, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"wrote {out}: 7 ONNX nodes")
+    order = read_order(order_file, og.graph).order
+    assert node_names(out) == [og.model.graph.node[i].name for i in og.onnx_order(order)]
+
+
+def test_cli_errors_are_one_line_with_exit_2(cli, tmp_path):
+    data = mlp().SerializeToString()
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(data[: len(data) // 2])
+    result = invoke(cli, "import", truncated, "--out", tmp_path / "g.json")
+    assert_one_line_error(result, "truncated or corrupt")
+    assert not (tmp_path / "g.json").exists()
+
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    model = make_model(nodes, [tensor("x", ["n", 3])], [tensor("y", ["n", 3])])
+    symbolic = save(model, tmp_path / "symbolic.onnx")
+    result = invoke(cli, "import", symbolic, "--out", tmp_path / "g.json")
+    assert_one_line_error(result, "--assume-size")
+    result = invoke(cli, "import", symbolic, "--out", tmp_path / "g.json", "--assume-size", 64)
+    assert result.exit_code == 0, result.output
+
+    source = save(mlp(), tmp_path / "mlp.onnx")
+    bad_order = tmp_path / "order.json"
+    bad_order.write_text(json.dumps({"order": ["x", "add", "matmul", "y", "output"]}))
+    result = invoke(cli, "export-onnx", source, bad_order, "--out", tmp_path / "out.onnx")
+    assert_one_line_error(result, "before its predecessor")
