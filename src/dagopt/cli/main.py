@@ -16,6 +16,7 @@ from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.output import fail
 from dagopt.cli.schedule import evaluate, methods, schedule
 from dagopt.cli.train import train_app
+from dagopt.cli.zoo import zoo_app
 from dagopt.errors import DagoptError
 
 
@@ -42,6 +43,7 @@ app = typer.Typer(
 )
 app.add_typer(generate_app, name="generate")
 app.add_typer(train_app, name="train")
+app.add_typer(zoo_app, name="zoo")
 app.command()(schedule)
 app.command()(evaluate)
 app.command()(methods)

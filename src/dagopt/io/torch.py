@@ -194,6 +194,8 @@ def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
             env[node].meta = dict(node.meta)
         elif _eval_identity(node):
             env[node] = env[node.args[0]]
+        elif node.target is torch.ops.aten._assert_tensor_metadata.default:
+            continue  # a no-op check left by ``.to(dtype)``; it computes nothing
         else:
             env[node] = graph.node_copy(node, env.__getitem__)
     return torch.fx.GraphModule(root, graph)

@@ -1,0 +1,107 @@
+"""``dagopt zoo``: list the model zoo and export its models as node-link JSON graphs."""
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from dagopt.cli.output import console, err_console, fmt_seconds
+from dagopt.io import write_graph_json
+
+zoo_app = typer.Typer(
+    help="Real model graphs (transformers architectures, random weights), cached.",
+    no_args_is_help=True,
+)
+
+CacheOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--cache-dir",
+        help="Cache directory (default: $DAGOPT_ZOO_CACHE, else ~/.cache/dagopt/zoo).",
+        show_default=False,
+    ),
+]
+
+
+class Size(StrEnum):
+    """Input size variants of every zoo model."""
+
+    small = "small"
+    large = "large"
+
+
+class Mode(StrEnum):
+    """Graph of the forward pass, or of the joint forward + backward pass."""
+
+    inference = "inference"
+    training = "training"
+
+
+@zoo_app.command("list")
+def list_models(cache_dir: CacheOption = None) -> None:
+    """The catalogue: each model's family, inputs, and node counts of the cached graphs."""
+    from dagopt.zoo import MODELS, SIZES, read_cached
+
+    table = Table(title="model zoo (nodes: small / large, - when not cached)")
+    table.add_column("name", no_wrap=True)
+    table.add_column("family")
+    table.add_column("inputs (small / large)")
+    table.add_column("inference", justify="right", no_wrap=True)
+    table.add_column("training", justify="right", no_wrap=True)
+    for model in MODELS:
+        nodes = {}
+        for mode in Mode:
+            counts = []
+            for size in SIZES:
+                hit = read_cached(model.name, size, mode.value, cache_dir)
+                counts.append("-" if hit is None else str(hit.graph.num_nodes))
+            nodes[mode] = " / ".join(counts)
+        inputs = " / ".join(model.inputs[size] for size in SIZES)
+        table.add_row(
+            Text(model.name),
+            Text(model.family),
+            Text(inputs),
+            nodes[Mode.inference],
+            nodes[Mode.training],
+        )
+    console.print(table)
+
+
+@zoo_app.command("export")
+def export(
+    name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
+    mode: Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")],
+    size: Annotated[Size, typer.Option(help="Input size variant.")] = Size.small,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Write the graph here (node-link JSON).", show_default=False
+        ),
+    ] = None,
+    cache_dir: CacheOption = None,
+    refresh: Annotated[bool, typer.Option(help="Export again even if cached.")] = False,
+) -> None:
+    """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
+    from dagopt.zoo import export_zoo, get_model
+
+    get_model(name)  # an unknown name fails before the spinner starts
+    label = f"{name} ({size.value}, {mode.value})"
+    with err_console.status(f"exporting {label}"):
+        result = export_zoo(
+            name, size=size.value, mode=mode.value, cache_dir=cache_dir, refresh=refresh
+        )
+    graph = result.graph
+    source = (
+        f"cache hit (exported in {fmt_seconds(result.seconds)} s)"
+        if result.cached
+        else f"exported in {fmt_seconds(result.seconds)} s, cache miss"
+    )
+    where = f" -> {write_graph_json(graph, out)}" if out is not None else ""
+    console.print(
+        f"{label}: {graph.num_nodes} nodes, {graph.num_edges} edges, "
+        f"{result.param_bytes:,} parameter bytes, {source}{where}",
+        markup=False,
+    )

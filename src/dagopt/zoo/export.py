@@ -1,0 +1,167 @@
+"""Export zoo models to ``Graph`` through ``graph_from_module``, with an on-disk cache.
+
+A cached graph is the node-link JSON file ``write_graph_json`` writes, plus a ``"zoo"``
+record in its ``"graph"`` attributes (model, size, mode, export seconds, parameter
+bytes, versions). Files live under ``<cache>/<versions>/<name>-<size>-<mode>.json``,
+where ``<cache>`` is the ``cache_dir`` argument, else ``$DAGOPT_ZOO_CACHE``, else
+``~/.cache/dagopt/zoo``, and ``<versions>`` names the dagopt, torch and transformers
+versions: a new version of any of them exports afresh. Files are written atomically;
+an unreadable cache file is exported again and replaced.
+"""
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import dagopt
+from dagopt.errors import GraphError, InputError
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import graph_from_node_link, graph_to_node_link, read_json_file
+from dagopt.zoo.models import check_size, get_model
+
+MODES = ("inference", "training")
+#: Environment variable that overrides the default cache directory.
+CACHE_ENV = "DAGOPT_ZOO_CACHE"
+
+
+@dataclass(frozen=True)
+class ZooExport:
+    """An exported zoo graph and how it was obtained.
+
+    ``seconds`` is the wall time of building the model and exporting it, as measured
+    when the graph was exported (also for a cache hit); ``param_bytes`` is the size of
+    the distinct parameter, buffer and constant storages the graph reads; ``cached``
+    says whether the graph came from the cache file ``path``.
+    """
+
+    graph: Graph
+    path: Path
+    seconds: float
+    param_bytes: int
+    cached: bool
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir``, else ``$DAGOPT_ZOO_CACHE``, else ``~/.cache/dagopt/zoo``."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "dagopt" / "zoo"
+
+
+def versions() -> dict[str, str]:
+    """The versions a cached graph depends on: dagopt, torch and transformers."""
+    found = {"dagopt": dagopt.__version__}
+    for package in ("torch", "transformers"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            raise InputError(f"the model zoo needs {package}: pip install {package}") from None
+    return found
+
+
+def cache_path(name: str, size: str, mode: str, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The cache file of model ``name`` at ``size`` in ``mode`` for the installed versions."""
+    _check(name, size, mode)
+    key = "_".join(f"{package}-{v}" for package, v in versions().items())
+    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}.json"
+
+
+def read_cached(
+    name: str, size: str, mode: str, cache_dir: str | os.PathLike | None = None
+) -> ZooExport | None:
+    """The cached export of ``name`` at ``size`` in ``mode``; ``None`` if absent or unreadable."""
+    path = cache_path(name, size, mode, cache_dir)
+    if not path.is_file():
+        return None
+    try:
+        data = read_json_file(path)
+        graph = graph_from_node_link(data)
+        record = data["graph"]["zoo"]
+        return ZooExport(
+            graph=graph,
+            path=path,
+            seconds=float(record["export_seconds"]),
+            param_bytes=int(record["param_bytes"]),
+            cached=True,
+        )
+    except (InputError, GraphError, KeyError, TypeError, ValueError):
+        return None
+
+
+def export_zoo(
+    name: str,
+    *,
+    size: str = "small",
+    mode: str = "inference",
+    cache_dir: str | os.PathLike | None = None,
+    refresh: bool = False,
+) -> ZooExport:
+    """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, from the cache when it holds it.
+
+    ``refresh=True`` exports even when cached and replaces the cache file. Inference
+    exports run under ``torch.no_grad()``, as inference does; this also keeps
+    ``@torch.no_grad()`` regions (Llama's rotary embedding) inline rather than as a
+    ``wrap_with_set_grad_enabled`` submodule. Unknown names, sizes and modes raise
+    ``InputError``.
+    """
+    path = cache_path(name, size, mode, cache_dir)
+    if not refresh:
+        hit = read_cached(name, size, mode, cache_dir)
+        if hit is not None:
+            return hit
+    import torch
+
+    from dagopt.io.torch import graph_from_module
+
+    start = time.perf_counter()
+    module, inputs = get_model(name).build(size)
+    with torch.no_grad() if mode == "inference" else torch.enable_grad():
+        exported = graph_from_module(module, inputs, mode=mode, name=f"{name}-{size}-{mode}")
+    seconds = time.perf_counter() - start
+    param_bytes = _state_bytes(exported.graph_module)
+    document = graph_to_node_link(exported.graph)
+    document["graph"]["zoo"] = {
+        "model": name,
+        "size": size,
+        "mode": mode,
+        "export_seconds": seconds,
+        "param_bytes": param_bytes,
+        "versions": versions(),
+    }
+    write_text_atomic(path, json.dumps(document, separators=(",", ":")))
+    return ZooExport(
+        graph=exported.graph, path=path, seconds=seconds, param_bytes=param_bytes, cached=False
+    )
+
+
+def export_zoo_graph(
+    name: str,
+    *,
+    size: str = "small",
+    mode: str = "inference",
+    cache_dir: str | os.PathLike | None = None,
+) -> Graph:
+    """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, cached (see ``export_zoo``)."""
+    return export_zoo(name, size=size, mode=mode, cache_dir=cache_dir).graph
+
+
+def _check(name: str, size: str, mode: str) -> None:
+    get_model(name)
+    check_size(size)
+    if mode not in MODES:
+        raise InputError(f"unknown mode {mode!r} (modes: {', '.join(MODES)})")
+
+
+def _state_bytes(graph_module: Any) -> int:
+    """Bytes of the distinct storages of a graph module's parameters, buffers and constants."""
+    storages = {}
+    for tensor in (*graph_module.parameters(), *graph_module.buffers()):
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())

@@ -1,0 +1,347 @@
+"""The model zoo catalogue: real architectures from ``transformers`` configs, random weights.
+
+Every entry builds its model from a ``transformers`` config class (the library's
+defaults for the named checkpoint unless its description says otherwise) with
+weights drawn after ``torch.manual_seed(0)``: nothing is downloaded. The model is
+wrapped so that its forward takes tensors only and returns one tensor. Attention runs
+``attn_implementation="eager"``, so the attention scores and probabilities are graph
+nodes rather than the inside of a fused kernel. Each model has two input sizes,
+``"small"`` and ``"large"`` (batch 1).
+
+This module imports neither torch nor transformers until a model is built, so the
+catalogue can be listed cheaply.
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dagopt.errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+SIZES = ("small", "large")
+#: Text models: tokens per sequence.
+SEQUENCE_LENGTH = {"small": 64, "large": 256}
+#: Vision models: side of the square RGB image in pixels.
+IMAGE_SIDE = {"small": 64, "large": 224}
+#: Swin: its 7 x 7 windows must fit the last stage (side / 32), so 224 px is its smallest
+#: input (``transformers`` fails on smaller ones, eager included).
+SWIN_SIDE = {"small": 224, "large": 448}
+#: Whisper encoder: ``max_source_positions`` (the log-mel input has twice as many frames).
+AUDIO_POSITIONS = {"small": 250, "large": 1500}
+
+Built = tuple["torch.nn.Module", tuple["torch.Tensor", ...]]
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """One catalogue entry: how to build the model and its example inputs at each size.
+
+    ``inputs`` describes the example inputs of each size (batch 1: tokens, encoder +
+    decoder tokens, image side, log-mel frames of 80 bins); ``description`` names the
+    ``transformers`` class and config, and any departure from the published one.
+    """
+
+    name: str
+    family: str
+    description: str
+    inputs: Mapping[str, str]
+    builder: Callable[[str], Built]
+
+    def build(self, size: str = "small") -> Built:
+        """The eval-mode wrapped model and its example inputs at ``size`` (seeded)."""
+        import torch
+
+        check_size(size)
+        torch.manual_seed(0)
+        module, inputs = self.builder(size)
+        return module.eval(), inputs
+
+
+def check_size(size: str) -> None:
+    """Raise ``InputError`` unless ``size`` is one of ``SIZES``."""
+    if size not in SIZES:
+        raise InputError(f"unknown size {size!r} (sizes: {', '.join(SIZES)})")
+
+
+def _wrap(model: Any, input_names: tuple[str, ...], output: str) -> "torch.nn.Module":
+    """``model`` called with keyword tensors, returning the field ``output`` of its result.
+
+    Tied weights are registered once (``_register_tied_once``).
+    """
+    import torch
+
+    _register_tied_once(model)
+
+    class TensorForward(torch.nn.Module):
+        """Forward of tensors only: ``inputs`` bound to ``input_names``, one output field."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return getattr(self.model(**dict(zip(input_names, inputs, strict=True))), output)
+
+    return TensorForward()
+
+
+def _register_tied_once(model: "torch.nn.Module") -> None:
+    """Register each shared submodule and each tied parameter under one name only.
+
+    ``torch.export`` lifts a tied weight once per name it is registered under but the
+    graph reads only the first, and the joint forward + backward trace then fails with
+    "Found a parameter that did not receive a gradient" (T5's embedding shared by the
+    encoder and the decoder, GPT-2's LM head tied to the token embedding). A shared
+    submodule stays an attribute of its other parents without being registered there;
+    a tied parameter is read from its first owner by a forward pre-hook, so the module
+    computes exactly as before and the weight is one graph input.
+    """
+    seen_modules: set[int] = set()
+    for parent in list(model.modules()):
+        for child_name, child in list(parent._modules.items()):
+            if child is None:
+                continue
+            if id(child) in seen_modules:
+                del parent._modules[child_name]
+                object.__setattr__(parent, child_name, child)
+            seen_modules.add(id(child))
+    owners: dict[int, tuple[Any, str]] = {}
+    for module in model.modules():
+        for attr, param in list(module._parameters.items()):
+            if param is None:
+                continue
+            if id(param) not in owners:
+                owners[id(param)] = (module, attr)
+                continue
+            del module._parameters[attr]
+            module.register_forward_pre_hook(_TiedParameter(attr, *owners[id(param)]))
+
+
+@dataclass(frozen=True)
+class _TiedParameter:
+    """Forward pre-hook: set ``module.<attr>`` to the current ``owner.<owner_attr>``."""
+
+    attr: str
+    owner: Any
+    owner_attr: str
+
+    def __call__(self, module: Any, args: Any) -> None:
+        object.__setattr__(module, self.attr, getattr(self.owner, self.owner_attr))
+
+
+def _tokens(vocab_size: int, length: int) -> "torch.Tensor":
+    import torch
+
+    return torch.randint(0, vocab_size, (1, length))
+
+
+def _image(side: int) -> "torch.Tensor":
+    import torch
+
+    return torch.randn(1, 3, side, side)
+
+
+def _bert(size: str) -> Built:
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(attn_implementation="eager")
+    model = BertModel(config, add_pooling_layer=False)
+    inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
+    return _wrap(model, ("input_ids",), "last_hidden_state"), inputs
+
+
+def _gpt2(size: str) -> Built:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(use_cache=False, attn_implementation="eager")
+    inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
+    return _wrap(GPT2LMHeadModel(config), ("input_ids",), "logits"), inputs
+
+
+def _t5(size: str) -> Built:
+    from transformers import T5Config, T5Model
+
+    config = T5Config(use_cache=False, attn_implementation="eager")
+    length = SEQUENCE_LENGTH[size]
+    inputs = (_tokens(config.vocab_size, length), _tokens(config.vocab_size, length // 2))
+    names = ("input_ids", "decoder_input_ids")
+    return _wrap(T5Model(config), names, "last_hidden_state"), inputs
+
+
+def _llama(size: str) -> Built:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=32000,
+        hidden_size=256,
+        intermediate_size=688,
+        num_hidden_layers=4,
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        use_cache=False,
+        attn_implementation="eager",
+    )
+    inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
+    return _wrap(LlamaForCausalLM(config), ("input_ids",), "logits"), inputs
+
+
+def _vit(size: str) -> Built:
+    from transformers import ViTConfig, ViTForImageClassification
+
+    config = ViTConfig(image_size=IMAGE_SIDE[size], num_labels=1000, attn_implementation="eager")
+    model = ViTForImageClassification(config)
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
+def _swin(size: str) -> Built:
+    from transformers import SwinConfig, SwinForImageClassification
+
+    config = SwinConfig(image_size=SWIN_SIDE[size], num_labels=1000, attn_implementation="eager")
+    model = SwinForImageClassification(config)
+    return _wrap(model, ("pixel_values",), "logits"), (_image(SWIN_SIDE[size]),)
+
+
+def _resnet(size: str) -> Built:
+    from transformers import ResNetConfig, ResNetForImageClassification
+
+    model = ResNetForImageClassification(ResNetConfig(num_labels=1000))
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
+def _convnext(size: str) -> Built:
+    from transformers import ConvNextConfig, ConvNextForImageClassification
+
+    model = ConvNextForImageClassification(ConvNextConfig(num_labels=1000))
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
+def _mobilenet_v2(size: str) -> Built:
+    from transformers import MobileNetV2Config, MobileNetV2ForImageClassification
+
+    model = MobileNetV2ForImageClassification(MobileNetV2Config(num_labels=1001))
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
+def _whisper_encoder(size: str) -> Built:
+    import torch
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    config = WhisperConfig(max_source_positions=AUDIO_POSITIONS[size], attn_implementation="eager")
+    features = torch.randn(1, config.num_mel_bins, 2 * config.max_source_positions)
+    return _wrap(WhisperEncoder(config), ("input_features",), "last_hidden_state"), (features,)
+
+
+def _text() -> dict[str, str]:
+    return {size: f"{n} tokens" for size, n in SEQUENCE_LENGTH.items()}
+
+
+def _images(sides: Mapping[str, int] = IMAGE_SIDE) -> dict[str, str]:
+    return {size: f"{side}x{side} px" for size, side in sides.items()}
+
+
+MODELS: tuple[ZooModel, ...] = (
+    ZooModel(
+        "bert-base",
+        "encoder",
+        "BertModel(BertConfig()): BERT-base, 12 layers, hidden 768, 12 heads, no pooler;"
+        " last_hidden_state",
+        _text(),
+        _bert,
+    ),
+    ZooModel(
+        "gpt2",
+        "decoder",
+        "GPT2LMHeadModel(GPT2Config()): GPT-2 small, 12 layers, hidden 768, 12 heads,"
+        " tied LM head; logits",
+        _text(),
+        _gpt2,
+    ),
+    ZooModel(
+        "t5-small",
+        "encoder-decoder",
+        "T5Model(T5Config()): T5-small, 6 + 6 layers, d_model 512, 8 heads;"
+        " decoder_input_ids half the input length; decoder last_hidden_state",
+        {size: f"{n}+{n // 2} tokens" for size, n in SEQUENCE_LENGTH.items()},
+        _t5,
+    ),
+    ZooModel(
+        "llama-small",
+        "decoder",
+        "LlamaForCausalLM(LlamaConfig(hidden_size=256, intermediate_size=688,"
+        " num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=4)): a small"
+        " Llama-style decoder (RMSNorm, rotary embeddings, SwiGLU, grouped-query attention),"
+        " vocabulary 32000; logits",
+        _text(),
+        _llama,
+    ),
+    ZooModel(
+        "vit-base",
+        "vision-transformer",
+        "ViTForImageClassification(ViTConfig(image_size=side)): ViT-B/16, 12 layers,"
+        " hidden 768; image_size set to the input side (64: 16 patches); logits",
+        _images(),
+        _vit,
+    ),
+    ZooModel(
+        "swin-tiny",
+        "vision-transformer",
+        "SwinForImageClassification(SwinConfig(image_size=side)): Swin-T, depths 2-2-6-2,"
+        " embed 96, window 7; inputs 224 and 448 px (its windows need side >= 224); logits",
+        _images(SWIN_SIDE),
+        _swin,
+    ),
+    ZooModel(
+        "resnet-50",
+        "cnn",
+        "ResNetForImageClassification(ResNetConfig()): ResNet-50, bottleneck depths 3-4-6-3;"
+        " logits",
+        _images(),
+        _resnet,
+    ),
+    ZooModel(
+        "convnext-tiny",
+        "cnn",
+        "ConvNextForImageClassification(ConvNextConfig()): ConvNeXt-T, depths 3-3-9-3,"
+        " widths 96-768; logits",
+        _images(),
+        _convnext,
+    ),
+    ZooModel(
+        "mobilenet-v2",
+        "cnn",
+        "MobileNetV2ForImageClassification(MobileNetV2Config()): MobileNetV2 1.0,"
+        " 1001 classes; logits",
+        _images(),
+        _mobilenet_v2,
+    ),
+    ZooModel(
+        "whisper-tiny-encoder",
+        "audio-encoder",
+        "WhisperEncoder(WhisperConfig(max_source_positions=P)): Whisper-tiny encoder,"
+        " 4 layers, d_model 384, 6 heads; P = 1500 (30 s of audio, the published config)"
+        " for large, 250 (5 s) for small; last_hidden_state",
+        {size: f"{2 * n} frames" for size, n in AUDIO_POSITIONS.items()},
+        _whisper_encoder,
+    ),
+)
+
+_BY_NAME = {model.name: model for model in MODELS}
+
+
+def model_names() -> list[str]:
+    """Names of the catalogue's models, in catalogue order."""
+    return [model.name for model in MODELS]
+
+
+def get_model(name: str) -> ZooModel:
+    """The catalogue entry ``name``; an unknown name raises ``InputError`` listing the names."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise InputError(
+            f"unknown zoo model {name!r} (models: {', '.join(model_names())})"
+        ) from None

@@ -1,0 +1,170 @@
+"""Model zoo: the catalogue, exports of the smallest models, the cache, the CLI, errors.
+
+The slow tests export every model in both modes and check the 60 s budget per export.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import dagopt.io.torch
+from dagopt.cli.main import app
+from dagopt.errors import InputError
+from dagopt.io import load
+from dagopt.io.json import graph_to_node_link
+from dagopt.objectives import peak_memory
+from dagopt.zoo import (
+    MODELS,
+    SIZES,
+    cache_path,
+    export_zoo,
+    export_zoo_graph,
+    get_model,
+    model_names,
+)
+
+runner = CliRunner()
+
+REQUIRED = {
+    "bert-base",
+    "gpt2",
+    "t5-small",
+    "vit-base",
+    "resnet-50",
+    "convnext-tiny",
+    "swin-tiny",
+    "mobilenet-v2",
+    "whisper-tiny-encoder",
+    "llama-small",
+}
+#: The two fastest exports (small size, inference) and their plausible node counts.
+SMALLEST = {"whisper-tiny-encoder": (80, 250), "convnext-tiny": (120, 300)}
+EXPORT_BUDGET_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A cache directory holding the small inference graphs of the two smallest models."""
+    root = tmp_path_factory.mktemp("zoo-cache")
+    for name in SMALLEST:
+        export_zoo(name, cache_dir=root)
+    return root
+
+
+def test_catalogue_lists_the_required_architectures():
+    assert set(model_names()) >= REQUIRED
+    assert len(set(model_names())) == len(MODELS)
+    for model in MODELS:
+        assert model.family and model.description
+        assert set(model.inputs) == set(SIZES)
+
+
+@pytest.mark.parametrize("name", sorted(SMALLEST))
+def test_smallest_models_export_valid_graphs_in_file_order(cache, name):
+    graph = export_zoo_graph(name, cache_dir=cache)
+    low, high = SMALLEST[name]
+    assert low <= graph.num_nodes <= high
+    src, dst = graph.edges
+    assert np.all(src < dst)  # the file order (the traced order) is topological
+    assert graph.is_topological(np.arange(graph.num_nodes))
+    assert graph.op[0] == "input" and graph.op[-1] == "output"
+    assert graph.mem.sum() > 0 and graph.param_mem.sum() > 0
+    assert peak_memory(graph, np.arange(graph.num_nodes)) > 0
+
+
+def test_cache_hit_returns_the_identical_graph_without_exporting(cache, monkeypatch):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return graph_from_module(*args, **kwargs)
+
+    graph_from_module = dagopt.io.torch.graph_from_module
+    monkeypatch.setattr(dagopt.io.torch, "graph_from_module", counting)
+    name = "whisper-tiny-encoder"
+    first = export_zoo(name, cache_dir=cache)
+    again = export_zoo(name, cache_dir=cache)
+    assert first.cached and again.cached
+    assert calls == []
+    assert graph_to_node_link(again.graph) == graph_to_node_link(first.graph)
+    fresh = export_zoo(name, cache_dir=cache, refresh=True)
+    assert not fresh.cached and len(calls) == 1
+    assert graph_to_node_link(fresh.graph) == graph_to_node_link(first.graph)
+    assert fresh.param_bytes == first.param_bytes > 0
+
+
+def test_cache_location_keys_and_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGOPT_ZOO_CACHE", str(tmp_path))
+    path = cache_path("gpt2", "large", "training")
+    assert path.is_relative_to(tmp_path)
+    assert path.name == "gpt2-large-training.json"
+    for package in ("dagopt", "torch", "transformers"):
+        assert package in path.parent.name
+
+
+def test_unreadable_cache_file_is_exported_again(tmp_path):
+    name = "whisper-tiny-encoder"
+    path = cache_path(name, "small", "inference", tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text("{truncated")
+    result = export_zoo(name, cache_dir=tmp_path)
+    assert not result.cached
+    assert json.loads(path.read_text())["graph"]["zoo"]["model"] == name
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: get_model("alexnet"), "unknown zoo model 'alexnet' (models: bert-base, gpt2"),
+        (lambda: export_zoo_graph("gpt2", size="huge"), "unknown size 'huge'"),
+        (lambda: export_zoo_graph("gpt2", mode="eval"), "unknown mode 'eval'"),
+    ],
+)
+def test_bad_requests_raise_one_line_input_errors(call, message):
+    with pytest.raises(InputError, match=r"^[^\n]*$") as info:
+        call()
+    assert message in str(info.value)
+
+
+def test_cli_export_writes_the_graph_and_one_summary_line(cache, tmp_path):
+    out = tmp_path / "g.json"
+    args = ["zoo", "export", "convnext-tiny", "--mode", "inference", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--cache-dir", str(cache)])
+    assert result.exit_code == 0, result.output
+    graph = load(out)
+    (line,) = result.stdout.strip().splitlines()
+    assert f"{graph.num_nodes} nodes, {graph.num_edges} edges" in line
+    assert "parameter bytes" in line and "cache hit" in line
+
+
+def test_cli_list_shows_cached_node_counts(cache):
+    result = runner.invoke(app, ["zoo", "list", "--cache-dir", str(cache)])
+    assert result.exit_code == 0, result.output
+    nodes = export_zoo_graph("whisper-tiny-encoder", cache_dir=cache).num_nodes
+    for name in REQUIRED:
+        assert name[:16] in result.stdout
+    assert f"{nodes} / -" in result.stdout
+
+
+def test_cli_unknown_model_is_a_one_line_error_with_exit_2():
+    result = runner.invoke(app, ["zoo", "export", "alexnet", "--mode", "training"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: unknown zoo model 'alexnet' (models: ")
+    assert "whisper-tiny-encoder" in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["inference", "training"])
+@pytest.mark.parametrize("name", [model.name for model in MODELS])
+def test_every_model_exports_within_budget(tmp_path, record_property, name, mode):
+    result = export_zoo(name, mode=mode, cache_dir=tmp_path)
+    record_property("export_seconds", round(result.seconds, 2))
+    record_property("nodes", result.graph.num_nodes)
+    print(f"{name} small {mode}: {result.graph.num_nodes} nodes, {result.seconds:.1f} s")
+    assert not result.cached
+    assert result.seconds <= EXPORT_BUDGET_S
+    src, dst = result.graph.edges
+    assert np.all(src < dst)
