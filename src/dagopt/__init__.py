@@ -1,12 +1,23 @@
 """dagopt: optimize computation graphs (execution order for peak memory, placement, cost models)."""
 
 import os
+import sys
 
-# numba's parallel kernels and torch share the cores. With OpenMP's default active
-# waiting, idle worker threads spin and starve other work on the same cores, which
-# slows training by several times when another process is busy (benchmarks/omp_wait.py
-# measures both policies, idle and busy). Passive waiting is set before either library
-# loads its OpenMP runtime; a value set by the user wins.
+import numba
+
+# Thread pools (benchmarks/thread_pools.py measures every case). OpenMP threads that
+# spin while idle starve numba's kernels, torch and other processes on the same cores,
+# so OpenMP waits passively. That setting only reaches an OpenMP runtime loaded after
+# this line: when torch (with its OpenMP runtime) is already loaded and the user set no
+# policy, the numba kernels use numba's own "workqueue" pool instead, which is slower
+# than OpenMP with passive waiting but unaffected by torch's spinning threads.
+# Environment variables the user set win.
+if (
+    "torch" in sys.modules
+    and "OMP_WAIT_POLICY" not in os.environ
+    and "NUMBA_THREADING_LAYER" not in os.environ
+):
+    numba.config.THREADING_LAYER = "workqueue"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from dagopt.errors import DagoptError, GraphError, InputError, OrderError, SolverError

@@ -1,0 +1,373 @@
+"""Paper 000, Table 2 on the model zoo: ordering methods on real graphs, grouped by size.
+
+Every zoo graph is keyed ``model/size/mode`` (``zoo_key``). Each method's peak is taken
+with ``keep_outputs=True``, as PyTorch keeps the graph outputs, and compared with the
+traced order (``np.arange(n)``, what eager PyTorch runs; method ``"traced"``) and with
+``approx-dp`` on the same graph. Runs are ``dagopt.bench.ordering.Run`` records whose
+``size`` is the graph's node count, so ``runs_csv`` / ``read_runs_csv`` store and resume
+them. ``measure_orders`` runs the traced and a reordered fx module and measures their
+real peaks beside the predicted ones.
+"""
+
+import io
+import os
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dagopt.bench.ordering import Run
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_bytes_atomic
+from dagopt.objectives import peak_memory
+from dagopt.schedule import solve
+
+if TYPE_CHECKING:  # torch is imported only to build and measure real modules
+    import torch
+
+    from dagopt.io.torch import TorchGraph
+
+#: The order the model was traced in (graph inputs first): what eager PyTorch runs.
+TRACED = "traced"
+#: The reference of the paper's Table 2.
+REFERENCE = "approx-dp"
+#: The best-of peer that dagopt's best method must match or beat.
+PEER = "inductor"
+#: dagopt's own methods; the best of those run on a graph is its "best dagopt" order.
+DAGOPT_METHODS = ("approx-dp", "topoformer-greedy", "topoformer-sample", "topoformer-beam")
+#: Node-count bucket edges: ``< 500``, ``500-1499``, ``>= 1500``.
+DEFAULT_EDGES = (500, 1500)
+
+
+def zoo_key(name: str, size: str, mode: str) -> str:
+    """The graph key of a zoo export, e.g. ``bert-base/small/training``."""
+    return f"{name}/{size}/{mode}"
+
+
+def change_percent(peak: float, base: float) -> float:
+    """% change of ``peak`` from ``base`` (negative: less memory)."""
+    return 100.0 * (peak / base - 1.0)
+
+
+def run_graph_methods(
+    graphs: Iterable[tuple[str, Graph]],
+    methods: Sequence[str],
+    options: Callable[[str], dict[str, Any]],
+    *,
+    seed: int = 0,
+    done: Iterable[Run] = (),
+    on_run: Callable[[Run, Graph, np.ndarray], None] | None = None,
+) -> list[Run]:
+    """Peak (outputs kept) of every method on every ``(key, graph)``.
+
+    ``methods`` may include ``TRACED`` (the graph's own order, 0 s) beside solver names;
+    ``options(method)`` gives the solver options. Runs in ``done`` (same key and method)
+    are kept, not repeated, so an interrupted benchmark resumes. ``on_run(run, graph,
+    order)`` is called after each new run.
+    """
+    runs = list(done)
+    finished = {(r.graph, r.method) for r in runs}
+    for key, graph in graphs:
+        for method in methods:
+            if (key, method) in finished:
+                continue
+            if method == TRACED:
+                order = np.arange(graph.num_nodes)
+                peak = peak_memory(graph, order, keep_outputs=True)
+                seconds, proved = 0.0, None
+            else:
+                schedule = solve(graph, method, seed=seed, keep_outputs=True, **options(method))
+                order, peak = schedule.order, schedule.peak_memory
+                seconds, proved = schedule.seconds, schedule.proved_optimal
+            run = Run(
+                size=graph.num_nodes,
+                graph=key,
+                method=method,
+                peak_memory=peak,
+                seconds=seconds,
+                proved_optimal=proved,
+            )
+            runs.append(run)
+            finished.add((key, method))
+            if on_run is not None:
+                on_run(run, graph, order)
+    return runs
+
+
+@dataclass(frozen=True)
+class GraphResult:
+    """Every method's run on one graph (``runs`` by method name)."""
+
+    graph: str
+    nodes: int
+    runs: dict[str, Run]
+
+    def change(self, method: str, base: str = TRACED) -> float:
+        """% change of ``method``'s peak from ``base``'s on this graph."""
+        return change_percent(self.runs[method].peak_memory, self.runs[base].peak_memory)
+
+    @property
+    def best_dagopt(self) -> Run:
+        """The run of least peak among ``DAGOPT_METHODS`` (the first of them on ties)."""
+        ours = [self.runs[m] for m in DAGOPT_METHODS if m in self.runs]
+        return min(ours, key=lambda r: r.peak_memory)
+
+    @property
+    def matches_peer(self) -> bool:
+        """Whether the best dagopt order's peak is at most ``PEER``'s."""
+        return self.best_dagopt.peak_memory <= self.runs[PEER].peak_memory
+
+
+def graph_results(runs: Iterable[Run]) -> list[GraphResult]:
+    """Runs grouped by graph, in order of first appearance."""
+    grouped: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        grouped.setdefault(run.graph, {})[run.method] = run
+    return [
+        GraphResult(graph=key, nodes=next(iter(by_method.values())).size, runs=by_method)
+        for key, by_method in grouped.items()
+    ]
+
+
+@dataclass(frozen=True)
+class BucketSummary:
+    """Means over the graphs of one node-count bucket for one method."""
+
+    bucket: str
+    method: str
+    graphs: int
+    vs_traced_percent: float
+    vs_reference_percent: float
+    mean_seconds: float
+
+
+def bucket_label(nodes: int, edges: Sequence[int] = DEFAULT_EDGES) -> str:
+    """The bucket of a graph of ``nodes`` nodes: ``< e0``, ``e0-(e1-1)``, ..., ``>= e_last``;
+    ``"all"`` when there are no edges."""
+    if not edges:
+        return "all"
+    i = bisect_right(edges, nodes)
+    if i == 0:
+        return f"< {edges[0]}"
+    if i == len(edges):
+        return f">= {edges[-1]}"
+    return f"{edges[i - 1]}-{edges[i] - 1}"
+
+
+def summarize_buckets(
+    results: Iterable[GraphResult], edges: Sequence[int] = DEFAULT_EDGES
+) -> list[BucketSummary]:
+    """Per bucket (smallest first) and method: mean % change from the traced order and from
+    ``REFERENCE`` on the same graph, and mean run time. Every graph needs both runs."""
+    edges = sorted(edges)
+    groups: dict[tuple[int, str], list[tuple[GraphResult, Run]]] = {}
+    for result in results:
+        index = bisect_right(edges, result.nodes)
+        for method, run in result.runs.items():
+            groups.setdefault((index, method), []).append((result, run))
+    summaries = []
+    for index, method in sorted(groups, key=lambda k: k[0]):
+        group = groups[(index, method)]
+        summaries.append(
+            BucketSummary(
+                bucket=bucket_label(group[0][0].nodes, edges),
+                method=method,
+                graphs=len(group),
+                vs_traced_percent=float(np.mean([g.change(method) for g, _ in group])),
+                vs_reference_percent=float(
+                    np.mean([g.change(method, REFERENCE) for g, _ in group])
+                ),
+                mean_seconds=float(np.mean([r.seconds for _, r in group])),
+            )
+        )
+    return summaries
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def _row(cells: Iterable[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def bucket_table(summaries: list[BucketSummary]) -> str:
+    """Markdown: one row per method; per bucket the mean % vs traced, % vs approx-dp, time."""
+    buckets = list(dict.fromkeys(s.bucket for s in summaries))
+    methods = list(dict.fromkeys(s.method for s in summaries))
+    cell = {(s.bucket, s.method): s for s in summaries}
+    count = {s.bucket: s.graphs for s in summaries}
+    header = ["method"]
+    for bucket in buckets:
+        label = f"{bucket} (n={count[bucket]})"
+        header += [f"{label}: % vs traced", f"% vs {REFERENCE}", "time s"]
+    lines = [_row(header), "|---|" + "---:|" * (len(header) - 1)]
+    for method in methods:
+        row = [method]
+        for bucket in buckets:
+            s = cell.get((bucket, method))
+            if s is None:
+                row += ["-", "-", "-"]
+                continue
+            time = "-" if method == TRACED else _seconds(s.mean_seconds)
+            row += [f"{s.vs_traced_percent:.2f}", f"{s.vs_reference_percent:.2f}", time]
+        lines.append(_row(row))
+    return "\n".join(lines) + "\n"
+
+
+def graph_table(results: list[GraphResult], methods: Sequence[str]) -> str:
+    """Markdown: one row per graph: nodes, traced peak, each solver's % vs traced and run
+    time, the best dagopt method and whether its peak is at most ``PEER``'s."""
+    solvers = [m for m in methods if m != TRACED]
+    header = ["graph", "nodes", "traced MB", *(f"{m} % / s" for m in solvers)]
+    header += ["best dagopt", f"<= {PEER}"]
+    lines = [_row(header), "|---|" + "---:|" * (len(header) - 3) + "---|---|"]
+    for result in results:
+        row = [result.graph, f"{result.nodes:,}", f"{result.runs[TRACED].peak_memory / 1e6:.2f}"]
+        for method in solvers:
+            run = result.runs[method]
+            row.append(f"{result.change(method):.2f} / {_seconds(run.seconds)}")
+        row += [result.best_dagopt.method, "yes" if result.matches_peer else "NO"]
+        lines.append(_row(row))
+    return "\n".join(lines) + "\n"
+
+
+def plot_methods(summaries: list[BucketSummary], path: str | os.PathLike) -> None:
+    """Paper Figure 3: mean % change against mean run time (log axis), one point per method.
+
+    ``summaries`` are over all graphs (``summarize_buckets(..., edges=())``). Left: %
+    change from the traced order; right: % gap from ``REFERENCE``, as in the paper. The
+    traced order takes no time and is the left panel's 0 line. Written atomically as PNG.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [s for s in summaries if s.method != TRACED]
+    markers = "osD^vP*X"
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), layout="constrained")
+    panels = (
+        ("% change of peak vs traced order", "vs_traced_percent"),
+        (f"% gap of peak from {REFERENCE}", "vs_reference_percent"),
+    )
+    for ax, (ylabel, field) in zip(axes, panels, strict=True):
+        ax.axhline(0.0, color="0.6", linewidth=0.8)
+        for i, s in enumerate(points):
+            seconds = max(s.mean_seconds, 1e-6)
+            marker = markers[i % len(markers)]
+            ax.scatter(seconds, getattr(s, field), s=50, marker=marker, label=s.method)
+        ax.set_xscale("log")
+        ax.margins(x=0.1, y=0.1)
+        ax.set_xlabel("mean run time [s] (log)")
+        ax.set_ylabel(ylabel)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside right center")
+    graphs = points[0].graphs if points else 0
+    fig.suptitle(f"Peak memory vs run time on {graphs} zoo graphs (outputs kept)")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def build_torch_graph(
+    name: str, size: str, mode: str
+) -> tuple["TorchGraph", tuple["torch.Tensor", ...]]:
+    """Rebuild zoo model ``name`` at ``size`` and export it in ``mode`` as ``export_zoo``
+    does (inference under ``torch.no_grad()``): the runnable ``TorchGraph`` and its inputs."""
+    import torch
+
+    from dagopt.io.torch import graph_from_module
+    from dagopt.zoo import get_model
+
+    module, inputs = get_model(name).build(size)
+    with torch.no_grad() if mode == "inference" else torch.enable_grad():
+        exported = graph_from_module(module, inputs, mode=mode, name=f"{name}-{size}-{mode}")
+    return exported, inputs
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Predicted (``peak_memory(..., keep_outputs=True)``) and measured (``measure_peak``)
+    peaks of the traced order and of a reordered run of one graph, in bytes."""
+
+    graph: str
+    nodes: int
+    method: str
+    predicted_traced: float
+    measured_traced: float
+    predicted_best: float
+    measured_best: float
+
+    @property
+    def lower(self) -> bool:
+        """Whether the reordered run's measured peak is below the traced run's."""
+        return self.measured_best < self.measured_traced
+
+
+def measure_orders(
+    torch_graph: "TorchGraph",
+    inputs: Sequence["torch.Tensor"],
+    order: np.ndarray,
+    *,
+    key: str,
+    method: str,
+) -> Measurement:
+    """Run ``torch_graph`` in its traced order and in ``order`` (found by ``method``),
+    measure each real peak and predict it with the objective."""
+    from dagopt.integrations.torch import measure_peak, reorder
+
+    graph = torch_graph.graph
+    traced = np.arange(graph.num_nodes)
+    measured = [measure_peak(reorder(torch_graph, o), inputs).peak for o in (traced, order)]
+    predicted = [peak_memory(graph, o, keep_outputs=True) for o in (traced, order)]
+    return Measurement(
+        graph=key,
+        nodes=graph.num_nodes,
+        method=method,
+        predicted_traced=predicted[0],
+        measured_traced=measured[0],
+        predicted_best=predicted[1],
+        measured_best=measured[1],
+    )
+
+
+def measurement_table(measurements: list[Measurement]) -> str:
+    """Markdown: per graph, predicted and measured MB of the traced and the reordered run
+    with the measured-vs-predicted difference, and the measured change from reordering."""
+    header = [
+        "graph",
+        "nodes",
+        "order",
+        "traced predicted MB",
+        "traced measured MB",
+        "diff %",
+        "reordered predicted MB",
+        "reordered measured MB",
+        "diff %",
+        "measured change %",
+        "lower",
+    ]
+    lines = [_row(header), "|---|---:|---|" + "---:|" * 7 + "---|"]
+    for m in measurements:
+        lines.append(
+            _row(
+                [
+                    m.graph,
+                    f"{m.nodes:,}",
+                    m.method,
+                    f"{m.predicted_traced / 1e6:.3f}",
+                    f"{m.measured_traced / 1e6:.3f}",
+                    f"{change_percent(m.measured_traced, m.predicted_traced):+.2f}",
+                    f"{m.predicted_best / 1e6:.3f}",
+                    f"{m.measured_best / 1e6:.3f}",
+                    f"{change_percent(m.measured_best, m.predicted_best):+.2f}",
+                    f"{change_percent(m.measured_best, m.measured_traced):+.2f}",
+                    "yes" if m.lower else "NO",
+                ]
+            )
+        )
+    return "\n".join(lines) + "\n"
