@@ -9,25 +9,15 @@ Graphs are held-out layered graphs (``dagopt.bench.datasets``).
 
 import argparse
 import sys
-import time
-from collections.abc import Callable
 
 from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
 from dagopt.schedule import solve
 
 HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "inductor"]
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,13 +13,12 @@ ordered small config first).
 import argparse
 import resource
 import sys
-import time
-from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 import torch
 
+from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.nn import Encoder, EncoderConfig, graph_inputs, laplacian_pe, node_features
@@ -29,15 +28,6 @@ CONFIGS = {
     "small (d=64, 2x32 heads/group)": EncoderConfig(dim=64, heads_per_group=(2,) * 7, head_dim=32),
     "paper (d=256, 10x64 heads/group)": EncoderConfig(),
 }
-
-
-def best_of(repeat: int, fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def fresh_masks(graph: Graph) -> np.ndarray:

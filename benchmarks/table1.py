@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     widths_note = ", ".join(f"K={widths[s]} at {s}" for s in args.sizes)
     print(f"approx-dp reference: {widths_note}; dfs-dp capped at {args.dfs_dp_limit:g} s")
     print(f"{args.graphs} held-out graphs per size; every run in {args.out}\n")
-    print(markdown_table(summarize(runs), PAPER_TABLE1))
+    print(markdown_table(summarize(runs), PAPER_TABLE1, args.methods))
     return 0
 
 

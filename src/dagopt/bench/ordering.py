@@ -122,11 +122,14 @@ def summarize(runs: list[Run], reference: str = "approx-dp") -> list[Summary]:
 
 
 def markdown_table(
-    summaries: list[Summary], paper: dict[int, dict[str, tuple[float, float]]]
+    summaries: list[Summary],
+    paper: dict[int, dict[str, tuple[float, float]]],
+    methods: list[str] | None = None,
 ) -> str:
-    """Markdown table: one row per method, per size our gap / time beside the paper's."""
+    """Markdown table: one row per method (in ``methods`` order, default: as they come),
+    per size our gap / time beside the paper's."""
     sizes = sorted({s.size for s in summaries})
-    methods = list(dict.fromkeys(s.method for s in summaries))
+    methods = methods or list(dict.fromkeys(s.method for s in summaries))
     cell = {(s.size, s.method): s for s in summaries}
     header = ["method"]
     for size in sizes:

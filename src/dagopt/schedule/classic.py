@@ -9,9 +9,11 @@ Ties follow node index, i.e. the file's node order.
 import numpy as np
 from numba import njit
 
+from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
 from dagopt.schedule.base import SolverResult, register
+from dagopt.schedule.priority import sample_orders
 
 
 @register("bfs", "breadth-first sequencing: Kahn's algorithm, FIFO ready queue")
@@ -48,36 +50,6 @@ def _lifo_topological(succ_ptr, succ_idx, in_degree):
     return order
 
 
-@njit(cache=True)
-def random_topological_orders(succ_ptr, succ_idx, in_degree, count, seed):
-    """``count`` topological orders, each step choosing uniformly among the ready nodes."""
-    np.random.seed(seed)  # noqa: NPY002  (numba supports only the legacy API)
-    n = in_degree.size
-    orders = np.empty((count, n), dtype=np.int64)
-    missing = np.empty(n, dtype=np.int64)
-    ready = np.empty(n, dtype=np.int64)
-    for s in range(count):
-        size = 0
-        for v in range(n):
-            missing[v] = in_degree[v]
-            if missing[v] == 0:
-                ready[size] = v
-                size += 1
-        for t in range(n):
-            pick = np.random.randint(0, size)  # noqa: NPY002
-            v = ready[pick]
-            size -= 1
-            ready[pick] = ready[size]
-            orders[s, t] = v
-            for k in range(succ_ptr[v], succ_ptr[v + 1]):
-                w = succ_idx[k]
-                missing[w] -= 1
-                if missing[w] == 0:
-                    ready[size] = w
-                    size += 1
-    return orders
-
-
 @register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
 def solve_random(
     graph: Graph,
@@ -87,9 +59,11 @@ def solve_random(
     samples: int = 100,
     **_: object,
 ) -> SolverResult:
-    seed = int(np.random.default_rng(seed).integers(2**31)) if seed is None else int(seed)
-    orders = random_topological_orders(
-        graph.succ_ptr, graph.succ_idx, graph.in_degree, int(samples), seed
+    if int(samples) < 1:
+        raise SolverError(f"samples must be >= 1, got {samples}")
+    # Uniform choice among the ready nodes is eq. (8) of paper 000 with equal priorities.
+    orders, _ = sample_orders(
+        graph, np.zeros(graph.num_nodes), int(samples), np.random.default_rng(seed)
     )
     peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
     return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": int(samples)})

@@ -14,16 +14,40 @@ from numba import njit, prange
 from dagopt.graph import Graph
 
 
-@njit(cache=True)
-def _greedy(succ_ptr, succ_idx, in_degree, priorities):
-    n = in_degree.size
-    missing = in_degree.copy()
-    ready = np.empty(n, dtype=np.int64)
+@njit(cache=True, inline="always")
+def _sources(in_degree, missing, ready):
+    """Reset ``missing`` to the in-degrees and list the sources in ``ready``; their count."""
     size = 0
-    for v in range(n):
+    for v in range(in_degree.size):
+        missing[v] = in_degree[v]
         if missing[v] == 0:
             ready[size] = v
             size += 1
+    return size
+
+
+@njit(cache=True, inline="always")
+def _run(ready, size, pick, succ_ptr, succ_idx, missing):
+    """Remove ``ready[pick]`` (swap with the last), append the successors it makes ready;
+    returns the node and the new ready-list size."""
+    v = ready[pick]
+    size -= 1
+    ready[pick] = ready[size]
+    for k in range(succ_ptr[v], succ_ptr[v + 1]):
+        w = succ_idx[k]
+        missing[w] -= 1
+        if missing[w] == 0:
+            ready[size] = w
+            size += 1
+    return v, size
+
+
+@njit(cache=True)
+def _greedy(succ_ptr, succ_idx, in_degree, priorities):
+    n = in_degree.size
+    missing = np.empty(n, dtype=np.int64)
+    ready = np.empty(n, dtype=np.int64)
+    size = _sources(in_degree, missing, ready)
     order = np.empty(n, dtype=np.int64)
     for t in range(n):
         pick = 0
@@ -31,16 +55,7 @@ def _greedy(succ_ptr, succ_idx, in_degree, priorities):
             a, b = ready[i], ready[pick]
             if priorities[a] > priorities[b] or (priorities[a] == priorities[b] and a < b):
                 pick = i
-        v = ready[pick]
-        size -= 1
-        ready[pick] = ready[size]
-        order[t] = v
-        for k in range(succ_ptr[v], succ_ptr[v + 1]):
-            w = succ_idx[k]
-            missing[w] -= 1
-            if missing[w] == 0:
-                ready[size] = w
-                size += 1
+        order[t], size = _run(ready, size, pick, succ_ptr, succ_idx, missing)
     return order
 
 
@@ -50,14 +65,10 @@ def _sample(succ_ptr, succ_idx, in_degree, priorities, uniforms):
     orders = np.empty((count, n), dtype=np.int64)
     log_probs = np.zeros(count)
     for s in prange(count):
-        missing = in_degree.copy()
+        missing = np.empty(n, dtype=np.int64)
         ready = np.empty(n, dtype=np.int64)
         weights = np.empty(n)
-        size = 0
-        for v in range(n):
-            if missing[v] == 0:
-                ready[size] = v
-                size += 1
+        size = _sources(in_degree, missing, ready)
         for t in range(n):
             top = priorities[ready[0]]
             for i in range(1, size):
@@ -72,17 +83,8 @@ def _sample(succ_ptr, succ_idx, in_degree, priorities, uniforms):
                 if weights[i] > target:
                     pick = i
                     break
-            v = ready[pick]
-            log_probs[s] += priorities[v] - top - np.log(total)
-            size -= 1
-            ready[pick] = ready[size]
-            orders[s, t] = v
-            for k in range(succ_ptr[v], succ_ptr[v + 1]):
-                w = succ_idx[k]
-                missing[w] -= 1
-                if missing[w] == 0:
-                    ready[size] = w
-                    size += 1
+            log_probs[s] += priorities[ready[pick]] - top - np.log(total)
+            orders[s, t], size = _run(ready, size, pick, succ_ptr, succ_idx, missing)
     return orders, log_probs
 
 

@@ -1,0 +1,14 @@
+"""Wall-clock timing for the benchmarks."""
+
+import time
+from collections.abc import Callable
+
+
+def best_of(repeat: int, fn: Callable[[], object]) -> float:
+    """The least wall time of ``repeat`` calls of ``fn``, in seconds (noise only adds)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
