@@ -1,0 +1,49 @@
+"""Roofline runtime estimates for real graphs (the op costs paper 003, section 2.1, assumes).
+
+Paper 003 takes each op's runtime from a simulator (A.1); dagopt estimates it from
+FLOPs and bytes with a roofline: an op takes as long as the slower of its compute and
+its memory traffic on one device,
+
+    runtime(v) = max(flops(v) / peak_flops, bytes(v) / bandwidth)
+    bytes(v)   = mem(v) + param_mem(v) + sum(mem(u) for u in preds(v))
+
+(output written, parameters and inputs read once). Synthetic graphs draw runtimes from
+a seeded distribution instead (``dagopt.generate.placement``).
+"""
+
+import math
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+
+
+def _bytes_moved(graph: Graph) -> np.ndarray:
+    """Bytes each op reads and writes: its output, its parameters and its inputs."""
+    src, dst = graph.edges
+    inputs = np.bincount(dst, weights=graph.mem[src], minlength=graph.num_nodes)
+    return graph.mem + graph.param_mem + inputs
+
+
+def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> np.ndarray:
+    """Seconds per op on one device by the roofline above (``peak_flops`` in FLOP/s,
+    ``bandwidth`` in bytes/s).
+
+    FLOPs come from ``graph.node_data["flops"]`` when the graph has them. Without them
+    (the importers do not record FLOPs yet) the estimate is ``bytes(v) / bandwidth``
+    alone: every op is treated as memory-bound, which underrates compute-heavy ops
+    such as matrix multiplications.
+    """
+    for what, value in (("peak_flops", peak_flops), ("bandwidth", bandwidth)):
+        if not (math.isfinite(value) and value > 0):
+            raise InputError(f"{what} must be finite and > 0, got {value}")
+    seconds = _bytes_moved(graph) / bandwidth
+    flops = graph.node_data.get("flops")
+    if flops is not None:
+        bad = np.flatnonzero(~np.isfinite(flops) | (flops < 0))
+        if bad.size:
+            v = int(bad[0])
+            raise InputError(f"node {graph.names[v]!r} has invalid flops {flops[v]} (finite, >= 0)")
+        seconds = np.maximum(seconds, flops / peak_flops)
+    return seconds
