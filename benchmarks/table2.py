@@ -54,7 +54,7 @@ from dagopt.schedule.neural import load_model
 from dagopt.zoo import SIZES, export_zoo, get_model, model_names
 from dagopt.zoo.export import MODES
 
-CLASSIC_METHODS = [TRACED, "inductor", "lpmf", "approx-dp"]
+CLASSIC_METHODS = [TRACED, "inductor", "lpmf", "approx-dp", "anchored-dp"]
 NEURAL_METHODS = ["topoformer-greedy", "topoformer-sample", "topoformer-beam"]
 MEASURE_MODELS = ["resnet-50", "llama-small", "whisper-tiny-encoder"]
 
@@ -133,7 +133,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
             )
 
     def options(method: str) -> dict:
-        if method == "approx-dp":
+        if method in ("approx-dp", "anchored-dp"):
             return {"beam_width": args.beam_width}
         if method in NEURAL_METHODS and args.checkpoint:
             return {"checkpoint": args.checkpoint}

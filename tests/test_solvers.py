@@ -122,3 +122,12 @@ def test_dfs_dp_returns_best_found_within_time_limit():
     assert g.is_topological(schedule.order)
     assert schedule.proved_optimal is False
     assert schedule.seconds < 5
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(min_nodes=6, max_nodes=16, integer_sizes=False), st.booleans())
+def test_anchored_dp_is_never_worse_than_inductor(g, keep):
+    inductor = solve(g, "inductor", keep_outputs=keep)
+    for width in (1, 2, 8):
+        anchored = solve(g, "anchored-dp", beam_width=width, keep_outputs=keep)
+        assert anchored.peak_memory <= inductor.peak_memory * (1 + 1e-12)

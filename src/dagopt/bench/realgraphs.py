@@ -36,7 +36,13 @@ REFERENCE = "approx-dp"
 #: The best-of peer that dagopt's best method must match or beat.
 PEER = "inductor"
 #: dagopt's own methods; the best of those run on a graph is its "best dagopt" order.
-DAGOPT_METHODS = ("approx-dp", "topoformer-greedy", "topoformer-sample", "topoformer-beam")
+DAGOPT_METHODS = (
+    "approx-dp",
+    "anchored-dp",
+    "topoformer-greedy",
+    "topoformer-sample",
+    "topoformer-beam",
+)
 #: Node-count bucket edges: ``< 500``, ``500-1499``, ``>= 1500``.
 DEFAULT_EDGES = (500, 1500)
 

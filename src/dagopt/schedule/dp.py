@@ -26,6 +26,7 @@ from dagopt.schedule.dp_kernels import (
     expand,
     materialize,
 )
+from dagopt.schedule.inductor import inductor_best_order
 
 
 def select_best(peak: np.ndarray, live: np.ndarray, k: int) -> np.ndarray:
@@ -54,6 +55,18 @@ def ready_log_normalizer(ready: np.ndarray, priorities: np.ndarray) -> np.ndarra
     return (top + np.log(np.exp(masked - top).sum(axis=1, keepdims=True)))[:, 0]
 
 
+def _keep_anchor(
+    keep: np.ndarray, unique: np.ndarray, anchor_hash: np.uint64, c_hash: np.ndarray
+) -> np.ndarray:
+    """``keep`` (indices into ``unique``) with the anchor's state forced in: the collapsed
+    child holding the anchor prefix (found by its Zobrist hash) replaces the last kept
+    one if it was not selected."""
+    anchored = np.flatnonzero(c_hash[unique] == anchor_hash)
+    if anchored.size == 0 or np.isin(anchored[0], keep):
+        return keep
+    return np.concatenate((keep[:-1], anchored[:1]))
+
+
 def state_dp(
     graph: Graph,
     *,
@@ -62,6 +75,7 @@ def state_dp(
     max_states: int | None = None,
     time_limit: float | None = None,
     priorities: np.ndarray | None = None,
+    anchor: np.ndarray | None = None,
 ) -> tuple[np.ndarray, bool, dict]:
     """Run the set DP. Returns ``(order, exact, info)``; ``exact`` is true when no step
     was truncated to the beam, so the order is proved optimal.
@@ -70,6 +84,10 @@ def state_dp(
     4.2): the beam keeps the ``beam_width`` partial orders of highest log-probability
     under eq. (8), and of two partial orders with the same node set only the one of
     lower peak survives.
+
+    With ``anchor`` (a complete topological order) the state holding the anchor's first
+    ``t`` nodes is never dropped from the beam (it takes the place of the worst kept
+    state when needed), so the result is never worse than the anchor order.
     """
     n = graph.num_nodes
     if n == 0:
@@ -82,6 +100,7 @@ def state_dp(
     peak = np.zeros(1)
     hashes = np.zeros(1, dtype=np.uint64)
     score = np.zeros(1)
+    anchor_hash = np.uint64(0)
     parents: list[np.ndarray] = []
     nodes: list[np.ndarray] = []
     exact = True
@@ -111,6 +130,9 @@ def state_dp(
                 keep = select_best(c_peak[unique], c_live[unique], width)
             else:
                 keep = top_scores(c_score, c_node[unique], width)
+            if anchor is not None:
+                keep = _keep_anchor(keep, unique, anchor_hash ^ dpg.zobrist[anchor[t]], c_hash)
+            if priorities is not None:
                 c_score = c_score[keep]
             unique = unique[keep]
         if priorities is not None:
@@ -120,6 +142,8 @@ def state_dp(
             dpg.pred_mask, dpg.succ_ptr, dpg.succ_idx,
         )  # fmt: skip
         live, peak = c_live[unique], c_peak[unique]
+        if anchor is not None:
+            anchor_hash ^= dpg.zobrist[anchor[t]]
         parents.append(c_parent[unique])
         nodes.append(c_node[unique])
         if time_limit is not None and time.perf_counter() - start > time_limit and not late:
@@ -179,3 +203,32 @@ def solve_exact_dp(
         time_limit=time_limit,
     )
     return SolverResult(order=order, proved_optimal=True, info=info)
+
+
+@register(
+    "anchored-dp",
+    "approx-dp whose beam always keeps the path of inductor's best order (never worse)",
+    ("beam_width",),
+)
+def solve_anchored_dp(
+    graph: Graph,
+    *,
+    keep_outputs: bool = False,
+    time_limit: float | None = None,
+    beam_width: int = 100_000,
+    **_: object,
+) -> SolverResult:
+    """The approximate DP anchored on PyTorch Inductor's best order: ranking by peak so
+    far is myopic on real graphs (paper 000, Table 2: approx. DP far from the best), and
+    the anchor guarantees the result is at least as good as the compiler's own."""
+    if int(beam_width) < 1:
+        raise SolverError(f"beam width must be >= 1, got {beam_width}")
+    anchor = inductor_best_order(graph, keep_outputs=keep_outputs)[0]
+    order, exact, info = state_dp(
+        graph,
+        beam_width=int(beam_width),
+        keep_outputs=keep_outputs,
+        time_limit=time_limit,
+        anchor=anchor,
+    )
+    return SolverResult(order=order, proved_optimal=exact, info=info)

@@ -129,10 +129,12 @@ def solve_inductor_dfs(graph: Graph, **_: object) -> SolverResult:
     return SolverResult(order=size_dfs_order(graph))
 
 
-@register("inductor", "PyTorch Inductor's best of {given order, lpmf, bfs, dfs}")
-def solve_inductor(graph: Graph, *, keep_outputs: bool = False, **_: object) -> SolverResult:
+def inductor_best_order(
+    graph: Graph, *, keep_outputs: bool = False
+) -> tuple[np.ndarray, str, dict[str, float]]:
     """``reorder_for_peak_memory``: the candidate of least peak, earlier candidates winning
-    ties. The given order (node order of the file) is a candidate when it is topological."""
+    ties; returns it, its name and every candidate's peak. The given order (node order of
+    the file) is a candidate when it is topological."""
     candidates = {}
     identity = np.arange(graph.num_nodes)
     if graph.is_topological(identity):
@@ -142,4 +144,10 @@ def solve_inductor(graph: Graph, *, keep_outputs: bool = False, **_: object) -> 
     candidates["dfs"] = size_dfs_order(graph)
     peaks = {k: peak_memory(graph, o, keep_outputs=keep_outputs) for k, o in candidates.items()}
     best = min(peaks, key=peaks.get)
-    return SolverResult(order=candidates[best], info={"chosen": best, "peaks": peaks})
+    return candidates[best], best, peaks
+
+
+@register("inductor", "PyTorch Inductor's best of {given order, lpmf, bfs, dfs}")
+def solve_inductor(graph: Graph, *, keep_outputs: bool = False, **_: object) -> SolverResult:
+    order, chosen, peaks = inductor_best_order(graph, keep_outputs=keep_outputs)
+    return SolverResult(order=order, info={"chosen": chosen, "peaks": peaks})
