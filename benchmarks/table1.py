@@ -20,6 +20,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 from rich.console import Console
 from rich.progress import Progress
 
@@ -33,6 +34,7 @@ from dagopt.bench.ordering import (
     runs_csv,
     summarize,
 )
+from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
 DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "inductor"]
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         task = progress.add_task("table 1", total=total, completed=len(done))
         finished = list(done)
 
-        def record(run: Run) -> None:
+        def record(run: Run, graph: Graph, order: np.ndarray) -> None:
             finished.append(run)
             write_text_atomic(out, runs_csv(finished))
             progress.update(task, advance=1, description=f"{run.graph} {run.method}")
@@ -92,8 +94,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{run.graph} {run.method}: peak {run.peak_memory:.6g}, {run.seconds:.3g} s"
             )
 
-        graphs = ((size, g) for size in args.sizes for g in layered_test_set(size, args.graphs))
-        runs = run_methods(graphs, args.methods, options, done=done, on_run=record)
+        cases = (
+            (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
+        )
+        runs = run_methods(cases, args.methods, options, done=done, on_run=record)
     widths_note = ", ".join(f"K={widths[s]} at {s}" for s in args.sizes)
     print(f"approx-dp reference: {widths_note}; dfs-dp capped at {args.dfs_dp_limit:g} s")
     print(f"{args.graphs} held-out graphs per size; every run in {args.out}\n")

@@ -22,13 +22,19 @@ def test_held_out_seeds_are_disjoint_from_validation():
 
 
 def test_gap_summary_and_resume_from_csv():
-    graphs = [(40, g) for g in layered_test_set(40, 2)]
+    graphs = [(40, g.name, g) for g in layered_test_set(40, 2)]
     methods = ["approx-dp", "bfs"]
     first = run_methods(graphs[:1], methods, lambda m, s: {})
     restored = read_runs_csv(runs_csv(first))
     assert restored == first
     calls = []
-    runs = run_methods(graphs, methods, lambda m, s: {}, done=restored, on_run=calls.append)
+    runs = run_methods(
+        graphs,
+        methods,
+        lambda m, s: {},
+        done=restored,
+        on_run=lambda run, graph, order: calls.append(run),
+    )
     assert len(runs) == 4 and len(calls) == 2  # only the second graph ran
     summary = {s.method: s for s in summarize(runs)}
     assert summary["approx-dp"].mean_gap_percent == 0.0

@@ -2,12 +2,14 @@
 
 import csv
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+import numpy as np
+
 from dagopt.graph import Graph
-from dagopt.schedule import solve
+from dagopt.schedule import Schedule, solve
 
 # Paper 000, Table 1: (% gap from approx. DP, run time [s]) on 300 test graphs (V100 / Xeon).
 PAPER_TABLE1: dict[int, dict[str, tuple[float, float]]] = {
@@ -68,35 +70,39 @@ class Summary:
 
 
 def run_methods(
-    graphs: Iterable[tuple[int, Graph]],
-    methods: list[str],
+    cases: Iterable[tuple[int, str, Graph]],
+    methods: Sequence[str],
     options: Callable[[str, int], dict[str, Any]],
     *,
     seed: int = 0,
     done: Iterable[Run] = (),
-    on_run: Callable[[Run], None] | None = None,
+    on_run: Callable[[Run, Graph, np.ndarray], None] | None = None,
+    solver: Callable[..., Schedule] = solve,
 ) -> list[Run]:
-    """Run every method on every ``(size, graph)``; ``options(method, size)`` gives the
-    solver options (``time_limit`` included). Runs already in ``done`` (same size, graph
-    and method) are kept, not repeated, so an interrupted benchmark resumes."""
+    """Run every method on every ``(size, key, graph)`` case; ``options(method, size)``
+    gives the solver options (``time_limit`` included) and ``solver(graph, method,
+    seed=..., **options)`` runs one. Runs already in ``done`` (same key and method) are
+    kept, not repeated, so an interrupted benchmark resumes. ``on_run(run, graph,
+    order)`` is called after each new run."""
     runs = list(done)
-    finished = {(r.size, r.graph, r.method) for r in runs}
-    for size, graph in graphs:
+    finished = {(r.graph, r.method) for r in runs}
+    for size, key, graph in cases:
         for method in methods:
-            if (size, graph.name, method) in finished:
+            if (key, method) in finished:
                 continue
-            schedule = solve(graph, method, seed=seed, **options(method, size))
+            schedule = solver(graph, method, seed=seed, **options(method, size))
             run = Run(
                 size=size,
-                graph=graph.name,
+                graph=key,
                 method=method,
                 peak_memory=schedule.peak_memory,
                 seconds=schedule.seconds,
                 proved_optimal=schedule.proved_optimal,
             )
             runs.append(run)
+            finished.add((key, method))
             if on_run is not None:
-                on_run(run)
+                on_run(run, graph, schedule.order)
     return runs
 
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dagopt.bench.ordering import Run
+from dagopt.bench.ordering import Run, run_methods
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_bytes_atomic
 from dagopt.objectives import peak_memory
-from dagopt.schedule import solve
+from dagopt.schedule import Schedule, solve
 
 if TYPE_CHECKING:  # torch is imported only to build and measure real modules
     import torch
@@ -57,49 +57,29 @@ def change_percent(peak: float, base: float) -> float:
     return 100.0 * (peak / base - 1.0)
 
 
+def solve_outputs_kept(graph: Graph, method: str, *, seed: int = 0, **options: Any) -> Schedule:
+    """``solve`` with the graph outputs kept alive (as PyTorch does); ``TRACED`` is the
+    graph's own order, taking no time."""
+    if method != TRACED:
+        return solve(graph, method, seed=seed, keep_outputs=True, **options)
+    order = np.arange(graph.num_nodes)
+    peak = peak_memory(graph, order, keep_outputs=True)
+    return Schedule(order=order, peak_memory=peak, method=TRACED, seconds=0.0)
+
+
 def run_graph_methods(
     graphs: Iterable[tuple[str, Graph]],
     methods: Sequence[str],
     options: Callable[[str], dict[str, Any]],
-    *,
-    seed: int = 0,
-    done: Iterable[Run] = (),
-    on_run: Callable[[Run, Graph, np.ndarray], None] | None = None,
+    **kwargs: Any,
 ) -> list[Run]:
-    """Peak (outputs kept) of every method on every ``(key, graph)``.
-
-    ``methods`` may include ``TRACED`` (the graph's own order, 0 s) beside solver names;
-    ``options(method)`` gives the solver options. Runs in ``done`` (same key and method)
-    are kept, not repeated, so an interrupted benchmark resumes. ``on_run(run, graph,
-    order)`` is called after each new run.
-    """
-    runs = list(done)
-    finished = {(r.graph, r.method) for r in runs}
-    for key, graph in graphs:
-        for method in methods:
-            if (key, method) in finished:
-                continue
-            if method == TRACED:
-                order = np.arange(graph.num_nodes)
-                peak = peak_memory(graph, order, keep_outputs=True)
-                seconds, proved = 0.0, None
-            else:
-                schedule = solve(graph, method, seed=seed, keep_outputs=True, **options(method))
-                order, peak = schedule.order, schedule.peak_memory
-                seconds, proved = schedule.seconds, schedule.proved_optimal
-            run = Run(
-                size=graph.num_nodes,
-                graph=key,
-                method=method,
-                peak_memory=peak,
-                seconds=seconds,
-                proved_optimal=proved,
-            )
-            runs.append(run)
-            finished.add((key, method))
-            if on_run is not None:
-                on_run(run, graph, order)
-    return runs
+    """``run_methods`` on ``(key, graph)`` pairs of real graphs: sized by node count,
+    outputs kept, ``TRACED`` allowed among ``methods``; ``options(method)`` gives the
+    solver options."""
+    cases = ((graph.num_nodes, key, graph) for key, graph in graphs)
+    return run_methods(
+        cases, methods, lambda method, _: options(method), solver=solve_outputs_kept, **kwargs
+    )
 
 
 @dataclass(frozen=True)
