@@ -39,7 +39,7 @@ def graph_from_records(
     mem: list[float] = []
     param: list[float] = []
     ops: list[str | None] = []
-    extra: dict[str, list[float]] = {}
+    extras: list[dict[str, float]] = []
     for i, record in enumerate(nodes):
         if not isinstance(record, Mapping):
             raise InputError(f"node #{i} is not an object")
@@ -55,20 +55,20 @@ def graph_from_records(
         if op is not None and not isinstance(op, str):
             raise InputError(f"node {node_id!r}: 'op' must be a string, got {op!r}")
         ops.append(op)
-        for key, value in record.items():
-            if key in RESERVED_NODE_KEYS or isinstance(value, bool):
-                continue
-            if isinstance(value, int | float) and math.isfinite(value):
-                extra.setdefault(key, [math.nan] * i).append(float(value))
-        for values in extra.values():
-            values.extend([math.nan] * (len(ids) - len(values)))
-    node_data = {k: v for k, v in extra.items() if not any(math.isnan(x) for x in v)}
+        extras.append(
+            {
+                key: float(value)
+                for key, value in record.items()
+                if key not in RESERVED_NODE_KEYS
+                and isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+            }
+        )
+    shared = set.intersection(*(set(e) for e in extras)) if extras else set()
+    node_data = {key: [e[key] for e in extras] for key in extras[0] if key in shared}
 
-    index = {node_id: i for i, node_id in enumerate(ids)}
-    if len(index) != len(ids):
-        seen: set[NodeId] = set()
-        dup = next(x for x in ids if x in seen or seen.add(x))
-        raise InputError(f"duplicate node id {dup!r}")
+    index = {node_id: i for i, node_id in enumerate(ids)}  # duplicates: Graph raises below
     src: list[int] = []
     dst: list[int] = []
     for k, edge in enumerate(edges):
