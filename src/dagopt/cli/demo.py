@@ -7,12 +7,11 @@ from rich.table import Table
 from rich.text import Text
 
 from dagopt.cli.output import console, err_console, fmt_mem, fmt_proved, fmt_seconds
-from dagopt.cli.registry import solver_registry
 from dagopt.errors import DagoptError
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.objectives import lower_bound
-from dagopt.schedule.base import Schedule, solve
+from dagopt.schedule import Schedule, solve
 
 DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "dfs-dp", "exact-dp")
 #: exact-dp runs only on graphs up to this size, so the demo stays within seconds.
@@ -41,7 +40,6 @@ def demo(
 
 def _run_methods(graph: Graph, seed: int) -> tuple[list[Schedule], list[str]]:
     """Run every demo method that applies; notes say which were skipped and why."""
-    solver_registry()
     warm_up = generate_layered(8, seed=0)
     for method in DEMO_METHODS:  # load the compiled numba kernels outside the timings
         solve(warm_up, method, seed=seed)

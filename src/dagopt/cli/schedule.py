@@ -9,11 +9,10 @@ from rich.table import Table
 from rich.text import Text
 
 from dagopt.cli.output import console, fmt_mem, fmt_proved, fmt_seconds
-from dagopt.cli.registry import solver_registry
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
-from dagopt.schedule.base import get_solver, solve
+from dagopt.schedule import SOLVERS, get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
 KeepOutputs = Annotated[
@@ -49,7 +48,6 @@ def schedule(
     ] = None,
 ) -> None:
     """Find an execution order of GRAPH with METHOD and print its peak memory in one line."""
-    solver_registry()
     get_solver(method)
     graph = load(graph_path)
     given = {
@@ -124,7 +122,7 @@ def _profile_table(graph: Graph, steps: MemoryProfile) -> Table:
 
 def methods() -> None:
     """List the registered ordering solvers."""
-    solvers = solver_registry()
+    solvers = SOLVERS
     if not solvers:
         console.print("no ordering solvers are registered", markup=False)
         return
