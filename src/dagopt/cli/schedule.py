@@ -122,15 +122,11 @@ def _profile_table(graph: Graph, steps: MemoryProfile) -> Table:
 
 def methods() -> None:
     """List the registered ordering solvers."""
-    solvers = SOLVERS
-    if not solvers:
-        console.print("no ordering solvers are registered", markup=False)
-        return
     table = Table(title="ordering solvers")
     table.add_column("method", no_wrap=True)
     table.add_column("options")
     table.add_column("summary")
-    for name in sorted(solvers):
-        spec = solvers[name]
+    for name in sorted(SOLVERS):
+        spec = SOLVERS[name]
         table.add_row(Text(name), Text(", ".join(spec.options) or "-"), Text(spec.summary))
     console.print(table)
