@@ -103,11 +103,10 @@ def sample_orders(
     return _sample(graph.succ_ptr, graph.succ_idx, graph.in_degree.astype(np.int64), y, uniforms)
 
 
-def order_log_prob_terms(graph: Graph, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For eq. (8) in differentiable code: the ready-set mask of every step, ``(n, n)``
-    with ``[t, j]`` true iff node ``j`` is ready at step ``t``, and the node run at
-    each step (``order``). Node ``j`` is ready from one step after its last
-    predecessor ran until it runs itself."""
+def ready_masks(graph: Graph, order: np.ndarray) -> np.ndarray:
+    """The ready set of every step of ``order``, for eq. (8) in differentiable code:
+    ``(n, n)`` with ``[t, j]`` true iff node ``j`` is ready at step ``t``. Node ``j`` is
+    ready from one step after its last predecessor ran until it runs itself."""
     n = graph.num_nodes
     position = np.empty(n, dtype=np.int64)
     position[order] = np.arange(n)
@@ -115,5 +114,4 @@ def order_log_prob_terms(graph: Graph, order: np.ndarray) -> tuple[np.ndarray, n
     ready_from = np.zeros(n, dtype=np.int64)
     np.maximum.at(ready_from, dst, position[src] + 1)
     steps = np.arange(n)[:, None]
-    mask = (ready_from[None, :] <= steps) & (steps <= position[None, :])
-    return mask, np.asarray(order, dtype=np.int64)
+    return (ready_from[None, :] <= steps) & (steps <= position[None, :])

@@ -12,14 +12,15 @@ from dagopt.graph import Graph
 from dagopt.nn.encoders import PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.objectives import peak_memory
-from dagopt.schedule.priority import greedy_order, order_log_prob_terms, sample_orders
+from dagopt.schedule.priority import greedy_order, ready_masks, sample_orders
 
 
 def order_log_prob(graph: Graph, priorities: torch.Tensor, order: np.ndarray) -> torch.Tensor:
     """Differentiable ``log p(order | G)`` under eq. (8)."""
-    mask, nodes = order_log_prob_terms(graph, order)
-    masked = priorities.unsqueeze(0).masked_fill(~torch.from_numpy(mask), float("-inf"))
-    return (priorities[torch.from_numpy(nodes)] - torch.logsumexp(masked, dim=1)).sum()
+    mask = torch.from_numpy(ready_masks(graph, order))
+    masked = priorities.unsqueeze(0).masked_fill(~mask, float("-inf"))
+    run = torch.from_numpy(np.asarray(order, dtype=np.int64))
+    return (priorities[run] - torch.logsumexp(masked, dim=1)).sum()
 
 
 @torch.no_grad()
