@@ -25,9 +25,11 @@ import torch
 from dagopt.errors import InputError
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
+from dagopt.graph import Graph
 from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
 from dagopt.nn.checkpoint import model_document
 from dagopt.nn.encoders import PriorityModel
+from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.train.config import OrderingTrainConfig
 from dagopt.train.reinforce import greedy_cost, reinforce_loss
 
@@ -56,9 +58,10 @@ def _torch_bytes(obj: object) -> bytes:
     return buffer.getvalue()
 
 
-def _mean_greedy_cost(model: PriorityModel, graphs: list) -> float:
+def _mean_greedy_cost(model: PriorityModel, graphs: list[tuple[Graph, GraphInputs]]) -> float:
+    """Mean greedy peak over featurized graphs (``(graph, inputs)`` pairs)."""
     model.eval()
-    return float(np.mean([greedy_cost(model, g) for g in graphs]))
+    return float(np.mean([greedy_cost(model, g, inputs) for g, inputs in graphs]))
 
 
 def _write_metrics(run_dir: Path, history: list[EpochMetrics]) -> None:
@@ -135,10 +138,10 @@ def train_ordering(
     baseline = copy.deepcopy(policy)
     optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
-    validation = [
-        generate_layered(config.graph_nodes, seed=s)
-        for s in validation_seeds(config.validation_graphs)
-    ]
+    validation = []  # featurized once: the set is fixed and featurization is deterministic
+    for s in validation_seeds(config.validation_graphs):
+        graph = generate_layered(config.graph_nodes, seed=s)
+        validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
     if resume:
         state = torch.load(state_path, map_location="cpu", weights_only=False)
         policy.load_state_dict(state["policy"])
