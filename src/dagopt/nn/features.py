@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
 from dagopt.graph import Graph
@@ -96,19 +97,6 @@ def node_features(graph: Graph) -> np.ndarray:
     return _normalise_columns(features).astype(np.float32)
 
 
-def _num_components(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> int:
-    """Connected components of the undirected graph: min-label propagation with jumping."""
-    label = np.arange(num_nodes)
-    while True:
-        lower = label.copy()
-        np.minimum.at(lower, src, label[dst])
-        np.minimum.at(lower, dst, label[src])
-        lower = lower[lower]
-        if np.array_equal(lower, label):
-            return int(np.unique(label).size)
-        label = lower
-
-
 def _normalised_laplacian(graph: Graph) -> sparse.csc_array:
     """``D^-1/2 (D - A) D^-1/2`` of the undirected graph; an isolated node has a zero row."""
     n = graph.num_nodes
@@ -123,9 +111,9 @@ def _normalised_laplacian(graph: Graph) -> sparse.csc_array:
 def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int) -> np.ndarray:
     """Eigenvectors of the ``count`` smallest eigenvalues, sorted by eigenvalue.
 
-    ARPACK in shift-invert mode around a point just below 0 (a dense ``eigh`` costs
-    about a second at 2000 nodes, this a tenth); dense ``eigh`` for tiny graphs, where
-    ``count`` is not small against ``n``.
+    ARPACK in shift-invert mode around a point just below 0 (scales better than a
+    dense ``eigh``); dense ``eigh`` for tiny graphs, where ``count`` is not small
+    against ``n``.
     """
     n = laplacian.shape[0]
     if count >= n // 2:
@@ -148,8 +136,9 @@ def laplacian_pe(graph: Graph, dim: int = 20) -> np.ndarray:
     pe = np.zeros((n, dim), dtype=np.float32)
     if dim == 0 or n == 0:
         return pe
-    skip = _num_components(n, *graph.edges)
-    kept = _smallest_eigenvectors(_normalised_laplacian(graph), min(n, skip + dim))[:, skip:]
+    laplacian = _normalised_laplacian(graph)
+    skip = connected_components(laplacian, directed=False, return_labels=False)
+    kept = _smallest_eigenvectors(laplacian, min(n, skip + dim))[:, skip:]
     peak = np.abs(kept).argmax(axis=0)
     kept = kept * np.sign(kept[peak, np.arange(kept.shape[1])])
     pe[:, : kept.shape[1]] = kept
@@ -163,19 +152,15 @@ class GraphInputs:
     ``x``: float32 ``(n, 8 + pe_dim)`` node features then positional encodings;
     ``masks``: bool ``(7, n, n)`` from ``topological_masks`` (query-by-key);
     ``edge_index``: long ``(2, E)`` DAG edges ``src -> dst`` (PyG layout);
-    ``num_nodes``: ``n``.
     """
 
     x: torch.Tensor
     masks: torch.Tensor
     edge_index: torch.Tensor
-    num_nodes: int
 
-    def to(self, device: torch.device | str) -> "GraphInputs":
-        """The same inputs on ``device``."""
-        return GraphInputs(
-            self.x.to(device), self.masks.to(device), self.edge_index.to(device), self.num_nodes
-        )
+    @property
+    def num_nodes(self) -> int:
+        return self.x.shape[0]
 
 
 def graph_inputs(
@@ -195,5 +180,4 @@ def graph_inputs(
         x=torch.from_numpy(x),
         masks=torch.from_numpy(topological_masks(graph)),
         edge_index=torch.from_numpy(edge_index),
-        num_nodes=graph.num_nodes,
     )
