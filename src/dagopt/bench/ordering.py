@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.schedule import Schedule, solve
 
@@ -148,15 +149,11 @@ def markdown_table(
             theirs = paper.get(size, {}).get(method)
             row += [
                 f"{ours.mean_gap_percent:.2f}" if ours else "-",
-                _seconds(ours.mean_seconds) if ours else "-",
-                f"{theirs[0]:.2f} / {_seconds(theirs[1])}" if theirs else "-",
+                format_seconds(ours.mean_seconds) if ours else "-",
+                f"{theirs[0]:.2f} / {format_seconds(theirs[1])}" if theirs else "-",
             ]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
 
 
 def runs_csv(runs: list[Run]) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dagopt.bench.ordering import Run, run_methods
+from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_bytes_atomic
 from dagopt.objectives import peak_memory
@@ -171,10 +172,6 @@ def summarize_buckets(
     return summaries
 
 
-def _seconds(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def _row(cells: Iterable[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
@@ -197,7 +194,7 @@ def bucket_table(summaries: list[BucketSummary]) -> str:
             if s is None:
                 row += ["-", "-", "-"]
                 continue
-            time = "-" if method == TRACED else _seconds(s.mean_seconds)
+            time = "-" if method == TRACED else format_seconds(s.mean_seconds)
             row += [f"{s.vs_traced_percent:.2f}", f"{s.vs_reference_percent:.2f}", time]
         lines.append(_row(row))
     return "\n".join(lines) + "\n"
@@ -214,7 +211,7 @@ def graph_table(results: list[GraphResult], methods: Sequence[str]) -> str:
         row = [result.graph, f"{result.nodes:,}", f"{result.runs[TRACED].peak_memory / 1e6:.2f}"]
         for method in solvers:
             run = result.runs[method]
-            row.append(f"{result.change(method):.2f} / {_seconds(run.seconds)}")
+            row.append(f"{result.change(method):.2f} / {format_seconds(run.seconds)}")
         row += [result.best_dagopt.method, "yes" if result.matches_peer else "NO"]
         lines.append(_row(row))
     return "\n".join(lines) + "\n"

@@ -12,3 +12,8 @@ def best_of(repeat: int, fn: Callable[[], object]) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return min(times)
+
+
+def format_seconds(value: float) -> str:
+    """A duration for tables: 3 significant digits, whole seconds from 100 s on."""
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"

@@ -6,7 +6,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dagopt.cli.output import console, err_console, fmt_mem, fmt_proved, fmt_seconds
+from dagopt.bench.timing import format_seconds
+from dagopt.cli.output import console, err_console, fmt_mem, fmt_proved
 from dagopt.errors import DagoptError
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
@@ -73,7 +74,7 @@ def _results_table(results: list[Schedule]) -> Table:
             Text(r.method),
             fmt_mem(r.peak_memory),
             f"{gap:.2f}",
-            fmt_seconds(r.seconds),
+            format_seconds(r.seconds),
             fmt_proved(r.proved_optimal),
             style="bold green" if r.peak_memory == best else None,
         )

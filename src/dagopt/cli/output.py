@@ -16,11 +16,6 @@ def fmt_mem(value: float) -> str:
     return f"{value:.6g}"
 
 
-def fmt_seconds(value: float) -> str:
-    """A duration in seconds, 3 significant digits without exponent for long runs."""
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
-
-
 def fmt_proved(proved: bool | None) -> str:
     """``yes`` only when the solver proved its order optimal."""
     return "yes" if proved else "no"

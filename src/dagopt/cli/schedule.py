@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dagopt.cli.output import console, fmt_mem, fmt_proved, fmt_seconds
+from dagopt.bench.timing import format_seconds
+from dagopt.cli.output import console, fmt_mem, fmt_proved
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
@@ -62,7 +63,7 @@ def schedule(
     )
     line = (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(lower_bound(graph))}, {fmt_seconds(result.seconds)} s, "
+        f"lower bound {fmt_mem(lower_bound(graph))}, {format_seconds(result.seconds)} s, "
         f"proved optimal: {fmt_proved(result.proved_optimal)}"
     )
     if out is not None:

@@ -8,7 +8,8 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dagopt.cli.output import console, err_console, fmt_seconds
+from dagopt.bench.timing import format_seconds
+from dagopt.cli.output import console, err_console
 from dagopt.io import write_graph_json
 
 zoo_app = typer.Typer(
@@ -95,9 +96,9 @@ def export(
         )
     graph = result.graph
     source = (
-        f"cache hit (exported in {fmt_seconds(result.seconds)} s)"
+        f"cache hit (exported in {format_seconds(result.seconds)} s)"
         if result.cached
-        else f"exported in {fmt_seconds(result.seconds)} s, cache miss"
+        else f"exported in {format_seconds(result.seconds)} s, cache miss"
     )
     where = f" -> {write_graph_json(graph, out)}" if out is not None else ""
     console.print(
