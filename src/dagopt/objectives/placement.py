@@ -325,7 +325,7 @@ def _simulate_rows(
 
 
 # ------------------------------------------------------------------------------ inputs
-def _runtimes(graph: Graph, runtimes) -> np.ndarray:
+def resolve_runtimes(graph: Graph, runtimes) -> np.ndarray:
     """``runtimes`` or ``graph.node_data["runtime"]``, validated (seconds on a speed-1 device)."""
     if runtimes is None:
         if "runtime" not in graph.node_data:
@@ -397,7 +397,7 @@ def _kernel_args(graph: Graph, devices: Devices, runtimes) -> tuple:
         graph.pred_idx,
         graph.mem,
         graph.param_mem,
-        _runtimes(graph, runtimes),
+        resolve_runtimes(graph, runtimes),
         devices.speeds,
         float(devices.latency),
         inv_bw,

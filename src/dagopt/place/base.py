@@ -1,0 +1,175 @@
+"""The placement-solver interface (paper 003, section 2.1): a device per op and an order.
+
+A placer is ``fn(problem, *, seed, time_limit, **options) -> PlacerResult``. It is
+registered by name; ``place`` times it and re-evaluates what it returns with the cost
+model (``dagopt.objectives.placement``), so every method is judged by the same
+simulation. ``PlacementProblem`` bundles what every placer needs: the graph, the
+devices, the objective, the op runtimes, and a batch evaluator that counts cost-model
+calls (the paper fixes that budget at 5,000 evaluations, section 3.2).
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.objectives.placement import (
+    OBJECTIVES,
+    Devices,
+    batch_costs,
+    placement_cost,
+    resolve_runtimes,
+    simulate,
+    simulate_batch,
+)
+
+
+@dataclass
+class PlacementProblem:
+    """A graph to place on ``devices`` minimising ``objective``, with its op runtimes.
+
+    ``runtimes`` default to the graph's ``runtime`` node attribute (seconds on a
+    speed-1 device). ``evaluations`` counts the solutions scored by ``evaluate``.
+    """
+
+    graph: Graph
+    devices: Devices = field(default_factory=Devices)
+    objective: str = "runtime"
+    runtimes: np.ndarray | None = None
+    evaluations: int = 0
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise InputError(
+                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
+            )
+        self.runtimes = resolve_runtimes(self.graph, self.runtimes)
+
+    @property
+    def num_devices(self) -> int:
+        return self.devices.count
+
+    def evaluate(self, device_of: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Lexicographic costs ``(infeasible, value)`` of ``(B, n)`` placements and orders."""
+        batch = simulate_batch(self.graph, self.devices, device_of, orders, runtimes=self.runtimes)
+        self.evaluations += len(orders)
+        return batch_costs(batch, self.objective)
+
+
+def best_index(infeasible: np.ndarray, value: np.ndarray) -> int:
+    """Row of the best cost: feasible first, then the smallest value (A.2)."""
+    return int(np.lexsort((value, infeasible))[0])
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A device per op, an execution order, what the cost model says of them, and how."""
+
+    device_of: np.ndarray
+    order: np.ndarray
+    objective: str
+    makespan: float
+    peak_memory: np.ndarray
+    feasible: bool
+    cost: tuple[int, float]
+    method: str
+    seconds: float
+    evaluations: int
+    proved_optimal: bool | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlacerResult:
+    """What a placer returns before ``place`` re-evaluates and times it."""
+
+    device_of: np.ndarray
+    order: np.ndarray
+    proved_optimal: bool | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+class PlacerFn(Protocol):
+    def __call__(
+        self,
+        problem: PlacementProblem,
+        *,
+        seed: int | None = None,
+        time_limit: float | None = None,
+        **options: Any,
+    ) -> PlacerResult: ...
+
+
+@dataclass(frozen=True)
+class PlacerSpec:
+    name: str
+    fn: PlacerFn
+    summary: str
+    options: tuple[str, ...] = ()
+
+
+PLACERS: dict[str, PlacerSpec] = {}
+
+
+def register_placer(name: str, summary: str, options: tuple[str, ...] = ()) -> Callable:
+    """Decorator adding a placement solver to the registry under ``name``."""
+
+    def wrap(fn: PlacerFn) -> PlacerFn:
+        if name in PLACERS:
+            raise ValueError(f"placer {name!r} registered twice")
+        PLACERS[name] = PlacerSpec(name=name, fn=fn, summary=summary, options=options)
+        return fn
+
+    return wrap
+
+
+def get_placer(name: str) -> PlacerSpec:
+    try:
+        return PLACERS[name]
+    except KeyError:
+        known = ", ".join(sorted(PLACERS))
+        raise InputError(f"unknown placement method {name!r} (known: {known})") from None
+
+
+def place(
+    graph: Graph,
+    method: str,
+    *,
+    devices: Devices | None = None,
+    objective: str = "runtime",
+    runtimes: np.ndarray | None = None,
+    seed: int | None = None,
+    time_limit: float | None = None,
+    **options: Any,
+) -> Placement:
+    """Run placer ``method`` on ``graph`` and return its re-simulated ``Placement``."""
+    spec = get_placer(method)
+    unknown = sorted(set(options) - set(spec.options))
+    if unknown:
+        allowed = ", ".join(spec.options) or "none"
+        raise InputError(f"method {method!r} has no option {unknown[0]!r} (options: {allowed})")
+    problem = PlacementProblem(graph, devices or Devices(), objective, runtimes)
+    start = time.perf_counter()
+    result = spec.fn(problem, seed=seed, time_limit=time_limit, **options)
+    seconds = time.perf_counter() - start
+    device_of = np.asarray(result.device_of, dtype=np.int64)
+    order = np.asarray(result.order, dtype=np.int64)
+    simulated = simulate(graph, problem.devices, device_of, order, runtimes=problem.runtimes)
+    return Placement(
+        device_of=device_of,
+        order=order,
+        objective=objective,
+        makespan=simulated.makespan,
+        peak_memory=simulated.peak_memory,
+        feasible=simulated.feasible,
+        cost=placement_cost(simulated, objective),
+        method=method,
+        seconds=seconds,
+        evaluations=problem.evaluations,
+        proved_optimal=result.proved_optimal,
+        info=dict(result.info),
+    )
