@@ -17,27 +17,17 @@ generate_app = typer.Typer(
 )
 
 
-@generate_app.command()
-def layered(
-    nodes: Annotated[int, typer.Option("--nodes", "-n", min=1, help="Nodes per graph.")],
-    count: Annotated[int, typer.Option("--count", "-c", min=1, help="Number of graphs.")] = 1,
-    seed: Annotated[int, typer.Option(help="Seed of the first graph; graph k uses seed+k.")] = 0,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")] = Path("."),
-) -> None:
-    """Layered, neural-net-like DAGs (paper 000, appendix A): OUT/layered-N-sK.json."""
-    from dagopt.generate import generate_layered
-
-    seeds = range(seed, seed + count)
+def _write_family(family: str, count: int, seed: int, out: Path, make) -> None:
+    """Write graphs ``make(k)`` for seeds ``seed..seed+count-1``; list them or show progress."""
     written = []
     for k in track(
-        seeds,
-        description=f"generating {count} layered graphs",
+        range(seed, seed + count),
+        description=f"generating {count} {family} graphs",
         console=err_console,
         disable=count < PROGRESS_FROM,
     ):
-        name = f"layered-{nodes}-s{k}"
-        graph = generate_layered(nodes, seed=k, name=name)
-        written.append(write_graph_json(graph, out / f"{name}.json"))
+        graph = make(k)
+        written.append(write_graph_json(graph, out / f"{graph.name}.json"))
     if count < PROGRESS_FROM:
         for path in written:
             console.print(f"wrote {path}", markup=False)
@@ -45,3 +35,49 @@ def layered(
         console.print(
             f"wrote {count} graphs to {out}: {written[0].name} .. {written[-1].name}", markup=False
         )
+
+
+CountOpt = Annotated[int, typer.Option("--count", "-c", min=1, help="Number of graphs.")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the first graph; graph k uses seed+k.")]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory.")]
+
+
+@generate_app.command()
+def layered(
+    nodes: Annotated[int, typer.Option("--nodes", "-n", min=1, help="Nodes per graph.")],
+    count: CountOpt = 1,
+    seed: SeedOpt = 0,
+    out: OutOpt = Path("."),
+) -> None:
+    """Layered, neural-net-like DAGs (paper 000, appendix A): OUT/layered-N-sK.json."""
+    from dagopt.generate import generate_layered
+
+    _write_family(
+        "layered",
+        count,
+        seed,
+        out,
+        lambda k: generate_layered(nodes, seed=k, name=f"layered-{nodes}-s{k}"),
+    )
+
+
+@generate_app.command()
+def placement(
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            "--nodes",
+            "-n",
+            min=1,
+            help="Ops per graph (default: drawn from 30..300).",
+            show_default=False,
+        ),
+    ] = None,
+    count: CountOpt = 1,
+    seed: SeedOpt = 0,
+    out: OutOpt = Path("."),
+) -> None:
+    """Graphs with op runtimes for device placement (paper 003): OUT/placement-N-sK.json."""
+    from dagopt.generate.placement import generate_placement
+
+    _write_family("placement", count, seed, out, lambda k: generate_placement(nodes, seed=k))

@@ -13,8 +13,10 @@ from typer.core import TyperGroup
 from dagopt.cli.demo import demo
 from dagopt.cli.generate import generate_app
 from dagopt.cli.imports import export_onnx, import_model
+from dagopt.cli.methods import methods
 from dagopt.cli.output import fail
-from dagopt.cli.schedule import evaluate, methods, schedule
+from dagopt.cli.place import evaluate_placement, place_command
+from dagopt.cli.schedule import evaluate, schedule
 from dagopt.cli.train import train_app
 from dagopt.cli.zoo import zoo_app
 from dagopt.errors import DagoptError
@@ -47,6 +49,8 @@ app.add_typer(zoo_app, name="zoo")
 app.command()(schedule)
 app.command()(evaluate)
 app.command()(methods)
+app.command("place")(place_command)
+app.command("evaluate-placement")(evaluate_placement)
 app.command()(demo)
 app.command("import")(import_model)
 app.command("export-onnx")(export_onnx)

@@ -1,4 +1,4 @@
-"""``dagopt schedule``, ``dagopt evaluate`` and ``dagopt methods``: ordering for peak memory."""
+"""``dagopt schedule`` and ``dagopt evaluate``: execution orders for peak memory."""
 
 import math
 from pathlib import Path
@@ -13,7 +13,7 @@ from dagopt.cli.output import console, fmt_mem, fmt_proved
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
-from dagopt.schedule import SOLVERS, get_solver, solve
+from dagopt.schedule import get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
 KeepOutputs = Annotated[
@@ -119,15 +119,3 @@ def _profile_table(graph: Graph, steps: MemoryProfile) -> Table:
             style="bold red" if t == peak_step else None,
         )
     return table
-
-
-def methods() -> None:
-    """List the registered ordering solvers."""
-    table = Table(title="ordering solvers")
-    table.add_column("method", no_wrap=True)
-    table.add_column("options")
-    table.add_column("summary")
-    for name in sorted(SOLVERS):
-        spec = SOLVERS[name]
-        table.add_row(Text(name), Text(", ".join(spec.options) or "-"), Text(spec.summary))
-    console.print(table)

@@ -8,6 +8,7 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.orders import OrderFile, read_order, write_order
+from dagopt.io.placements import PlacementFile, read_placement, write_placement
 
 
 def _read_onnx_graph(path: Path) -> Graph:
@@ -30,4 +31,14 @@ def load(path: str | os.PathLike) -> Graph:
     return reader(file)
 
 
-__all__ = ["OrderFile", "load", "read_graph_json", "read_order", "write_graph_json", "write_order"]
+__all__ = [
+    "OrderFile",
+    "PlacementFile",
+    "load",
+    "read_graph_json",
+    "read_order",
+    "read_placement",
+    "write_graph_json",
+    "write_order",
+    "write_placement",
+]

@@ -48,6 +48,17 @@ def write_order(
     return write_text_atomic(path, json.dumps(document, indent=1))
 
 
+def node_indices(file: Path, graph: Graph, node_ids: list) -> np.ndarray:
+    """Indices in ``graph`` of the node ids listed in ``file``; an unknown id is an error."""
+    index = graph.index_of
+    indices = []
+    for node_id in node_ids:
+        if isinstance(node_id, bool) or node_id not in index:
+            raise InputError(f"{file}: node {node_id!r} is not in graph {graph.name!r}")
+        indices.append(index[node_id])
+    return np.asarray(indices, dtype=np.int64)
+
+
 def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
     """Read an order file and map its node ids to indices of ``graph``.
 
@@ -58,17 +69,12 @@ def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
     data = read_json_file(file)
     if not isinstance(data, dict) or not isinstance(data.get("order"), list):
         raise InputError(f"{file}: not an order file (expected an object with an 'order' list)")
-    index = graph.index_of
-    order = []
-    for node_id in data["order"]:
-        if isinstance(node_id, bool) or node_id not in index:
-            raise InputError(f"{file}: node {node_id!r} is not in graph {graph.name!r}")
-        order.append(index[node_id])
+    order = node_indices(file, graph, data["order"])
     proved = data.get("proved_optimal")
     return OrderFile(
         graph=str(data.get("graph", "")),
         method=str(data.get("method", "")),
-        order=np.asarray(order, dtype=np.int64),
+        order=order,
         peak_memory=data.get("peak_memory"),
         seconds=data.get("seconds"),
         proved_optimal=proved if isinstance(proved, bool) else None,

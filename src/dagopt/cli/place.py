@@ -1,0 +1,199 @@
+"""``dagopt place`` and ``dagopt evaluate-placement``: ops on devices, and an order (paper 003)."""
+
+import json
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from dagopt.bench.timing import format_seconds
+from dagopt.cli.output import console, fmt_mem, fmt_proved
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io import load, read_placement, write_placement
+from dagopt.objectives.placement import GIB, Devices, DeviceSpec, simulate
+from dagopt.objectives.runtime import estimate_runtimes
+from dagopt.place import get_placer, place
+
+GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
+DevicesOpt = Annotated[int, typer.Option("--devices", "-d", min=1, help="Number of devices.")]
+MemoryOpt = Annotated[
+    float, typer.Option("--memory-gib", min=0, help="Memory of each device, GiB.")
+]
+SpeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--speeds",
+        help="Speed factor per device, comma-separated (default all 1).",
+        show_default=False,
+    ),
+]
+LatencyOpt = Annotated[float, typer.Option(min=0, help="Transfer latency, seconds.")]
+BandwidthOpt = Annotated[
+    float, typer.Option(min=0, help="Transfer bandwidth, bytes/s (inf: free transfers).")
+]
+ObjectiveOpt = Annotated[
+    str, typer.Option("--objective", help="runtime or peak-memory (003 section 2.1).")
+]
+EstimateOpt = Annotated[
+    bool,
+    typer.Option(
+        "--estimate-runtime",
+        help="Estimate op runtimes from FLOPs and bytes (roofline) instead of the graph's "
+        "'runtime' node attribute.",
+    ),
+]
+PeakFlopsOpt = Annotated[float, typer.Option(min=0, help="Device FLOP/s for --estimate-runtime.")]
+MemBandwidthOpt = Annotated[
+    float, typer.Option(min=0, help="Device memory bytes/s for --estimate-runtime.")
+]
+
+
+def _devices(count: int, memory_gib: float, speeds: str | None, latency: float, bandwidth: float):
+    if speeds is None:
+        factors = [1.0] * count
+    else:
+        try:
+            factors = [float(part) for part in speeds.split(",")]
+        except ValueError:
+            raise InputError(f"--speeds must be comma-separated numbers, got {speeds!r}") from None
+        if len(factors) != count:
+            raise InputError(f"--speeds gives {len(factors)} factors for {count} devices")
+    specs = tuple(DeviceSpec(speed=s, memory=memory_gib * GIB) for s in factors)
+    return Devices(specs, latency=latency, bandwidth=bandwidth)
+
+
+def _runtimes(graph: Graph, estimate: bool, peak_flops: float, mem_bandwidth: float):
+    if estimate:
+        return estimate_runtimes(graph, peak_flops=peak_flops, bandwidth=mem_bandwidth)
+    if "runtime" not in graph.node_data:
+        raise InputError(
+            f"graph {graph.name!r} has no 'runtime' node attribute; add one (seconds per op) "
+            "or pass --estimate-runtime"
+        )
+    return None
+
+
+def _parse_settings(settings: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse (numbers, true), else text."""
+    options: dict[str, Any] = {}
+    for item in settings:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--set expects key=value, got {item!r}")
+        try:
+            options[key.replace("-", "_")] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key.replace("-", "_")] = text
+    return options
+
+
+def _summary(result, seconds: float | None) -> str:
+    """Makespan, peaks per device and feasibility of a simulated placement, in one line."""
+    peaks = ", ".join(fmt_mem(p / GIB) for p in np.asarray(result.peak_memory))
+    line = (
+        f"makespan {result.makespan:.6g} s, peak memory per device [{peaks}] GiB, "
+        f"feasible: {'yes' if result.feasible else 'no'}"
+    )
+    if seconds is not None:
+        line += f", {format_seconds(seconds)} s"
+    return line
+
+
+def place_command(
+    graph_path: GraphArg,
+    method: Annotated[str, typer.Option("--method", "-m", help="Placer (see `dagopt methods`).")],
+    devices: DevicesOpt = 2,
+    objective: ObjectiveOpt = "runtime",
+    memory_gib: MemoryOpt = 16.0,
+    speeds: SpeedsOpt = None,
+    latency: LatencyOpt = 0.0,
+    bandwidth: BandwidthOpt = math.inf,
+    estimate_runtime: EstimateOpt = False,
+    peak_flops: PeakFlopsOpt = 100e12,
+    mem_bandwidth: MemBandwidthOpt = 1e12,
+    evaluations: Annotated[
+        int | None,
+        typer.Option(min=1, help="Cost-model evaluations (search methods).", show_default=False),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None, typer.Option(help="Model file (regal, idrs).", show_default=False)
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="KEY=VALUE", help="Other method option (repeatable)."),
+    ] = None,
+    time_limit: Annotated[
+        float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed.", show_default=False)] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", metavar="PLACEMENT.json", help="Write the placement here."),
+    ] = None,
+) -> None:
+    """Place the ops of GRAPH on devices and order them with METHOD (paper 003)."""
+    get_placer(method)
+    graph = load(graph_path)
+    device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
+    runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
+    options = _parse_settings(settings or [])
+    if evaluations is not None:
+        options["evaluations"] = evaluations
+    if checkpoint is not None:
+        options["checkpoint"] = checkpoint
+    result = place(
+        graph,
+        method,
+        devices=device_set,
+        objective=objective,
+        runtimes=runtimes,
+        seed=seed,
+        time_limit=time_limit,
+        **options,
+    )
+    line = (
+        f"{method} ({objective}): {_summary(result, result.seconds)}, "
+        f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
+    )
+    if out is not None:
+        path = write_placement(
+            out,
+            graph,
+            method=method,
+            objective=objective,
+            device_of=result.device_of,
+            order=result.order,
+            makespan=result.makespan,
+            peak_memory=result.peak_memory,
+            feasible=result.feasible,
+            seconds=result.seconds,
+        )
+        line += f"; wrote {path}"
+    console.print(line, markup=False)
+
+
+def evaluate_placement(
+    graph_path: GraphArg,
+    placement_path: Annotated[
+        Path, typer.Argument(metavar="PLACEMENT", help="Placement file (see `place --out`).")
+    ],
+    devices: DevicesOpt = 2,
+    memory_gib: MemoryOpt = 16.0,
+    speeds: SpeedsOpt = None,
+    latency: LatencyOpt = 0.0,
+    bandwidth: BandwidthOpt = math.inf,
+    estimate_runtime: EstimateOpt = False,
+    peak_flops: PeakFlopsOpt = 100e12,
+    mem_bandwidth: MemBandwidthOpt = 1e12,
+) -> None:
+    """Simulate the placement in PLACEMENT on GRAPH with the cost model (003 A.1)."""
+    graph = load(graph_path)
+    device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
+    runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
+    placement = read_placement(placement_path, graph, device_set.count)
+    result = simulate(graph, device_set, placement.device_of, placement.order, runtimes=runtimes)
+    line = f"{_summary(result, None)}, {result.num_transfers} transfers"
+    console.print(line, markup=False)

@@ -1,0 +1,101 @@
+"""Placement files: ``{"graph", "method", "objective", "devices": {node id: device},
+"order": [node ids], "makespan", "peak_memory": [per device], "feasible", "seconds"}``.
+
+JSON object keys are strings, so ``devices`` is keyed by ``str(node id)``; ``order``
+holds the node ids exactly as in the graph file.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import read_json_file
+from dagopt.io.orders import node_indices
+
+
+@dataclass(frozen=True)
+class PlacementFile:
+    """A placement file's device per op and order, as node indices of its graph."""
+
+    graph: str
+    method: str
+    objective: str
+    device_of: np.ndarray
+    order: np.ndarray
+
+
+def write_placement(
+    path: str | os.PathLike,
+    graph: Graph,
+    *,
+    method: str,
+    objective: str,
+    device_of: np.ndarray,
+    order: np.ndarray,
+    makespan: float,
+    peak_memory: np.ndarray,
+    feasible: bool,
+    seconds: float,
+) -> Path:
+    """Write a placement of ``graph`` (node-indexed arrays) as a placement file, atomically."""
+    document = {
+        "graph": graph.name,
+        "method": method,
+        "objective": objective,
+        "devices": {str(graph.names[v]): int(k) for v, k in enumerate(np.asarray(device_of))},
+        "order": [graph.names[v] for v in np.asarray(order).tolist()],
+        "makespan": float(makespan),
+        "peak_memory": [float(p) for p in np.asarray(peak_memory)],
+        "feasible": bool(feasible),
+        "seconds": float(seconds),
+    }
+    return write_text_atomic(path, json.dumps(document, indent=1))
+
+
+def read_placement(path: str | os.PathLike, graph: Graph, num_devices: int) -> PlacementFile:
+    """Read a placement file for ``graph`` on ``num_devices`` devices.
+
+    Every op needs a device in ``0..num_devices-1`` and the order must name every op
+    once; anything else is an ``InputError`` naming the first bad entry. Whether the
+    order is topological is checked by the cost model that evaluates it.
+    """
+    file = Path(path)
+    data = read_json_file(file)
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("devices"), dict)
+        and isinstance(data.get("order"), list)
+    ):
+        raise InputError(
+            f"{file}: not a placement file (expected an object with a 'devices' object "
+            "and an 'order' list)"
+        )
+    key_of = {str(name): v for v, name in enumerate(graph.names)}
+    device_of = np.full(graph.num_nodes, -1, dtype=np.int64)
+    for key, device in data["devices"].items():
+        if key not in key_of:
+            raise InputError(f"{file}: node {key!r} is not in graph {graph.name!r}")
+        if isinstance(device, bool) or not isinstance(device, int):
+            raise InputError(f"{file}: node {key!r} has device {device!r}, not an integer")
+        if not 0 <= device < num_devices:
+            raise InputError(
+                f"{file}: node {key!r} is placed on device {device}, "
+                f"but the devices are 0..{num_devices - 1}"
+            )
+        device_of[key_of[key]] = device
+    missing = np.flatnonzero(device_of < 0)
+    if missing.size:
+        raise InputError(f"{file}: node {graph.names[missing[0]]!r} has no device")
+    return PlacementFile(
+        graph=str(data.get("graph", "")),
+        method=str(data.get("method", "")),
+        objective=str(data.get("objective", "")),
+        device_of=device_of,
+        order=node_indices(file, graph, data["order"]),
+    )
