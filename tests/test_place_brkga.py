@@ -1,0 +1,123 @@
+"""Tests of the placement interface, the chromosome decoder and BRKGA (paper 003, A.2)."""
+
+from itertools import pairwise
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagopt.errors import InputError
+from dagopt.generate.placement import generate_placement
+from dagopt.graph import validate_order
+from dagopt.objectives.placement import Devices, DeviceSpec, simulate
+from dagopt.place import PlacementProblem, place
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.place.decode import decode
+from dags import dags
+
+
+@settings(max_examples=40, deadline=None)
+@given(graph=dags(max_nodes=12), devices=st.integers(1, 3), seed=st.integers(0, 1000))
+def test_decode_gives_valid_placements_and_priority_orders(graph, devices, seed):
+    keys = np.random.default_rng(seed).random((5, graph.num_nodes, devices + 1))
+    device_of, orders = decode(graph, keys)
+    assert np.array_equal(device_of, keys[:, :, :devices].argmax(axis=2))
+    for b, order in enumerate(orders):
+        validate_order(graph, order)
+        # Every step runs the ready op of highest priority.
+        done = np.zeros(graph.num_nodes, dtype=bool)
+        for v in order:
+            ready = [
+                u
+                for u in range(graph.num_nodes)
+                if not done[u] and all(done[p] for p in graph.predecessors(u))
+            ]
+            assert keys[b, v, devices] == max(keys[b, u, devices] for u in ready)
+            done[v] = True
+
+
+def test_decode_rejects_bad_shapes():
+    graph = generate_placement(10, seed=0)
+    with pytest.raises(InputError, match="chromosomes have shape"):
+        decode(graph, np.zeros((2, 9, 3)))
+
+
+@pytest.mark.parametrize("objective", ["runtime", "peak-memory"])
+def test_brkga_spends_its_budget_and_returns_what_it_reports(objective):
+    graph = generate_placement(60, seed=1)
+    problem = PlacementProblem(graph, Devices(), objective)
+    outcome = run_brkga(problem, seed=0, params=BrkgaParams(evaluations=730))
+    assert outcome.evaluations == problem.evaluations == 730
+    result = simulate(graph, problem.devices, outcome.device_of, outcome.order)
+    value = result.makespan if objective == "runtime" else result.peak_memory.max()
+    assert outcome.cost == (0, pytest.approx(value))
+    trace = outcome.best_by_evaluation
+    costs = [t[1:] for t in trace]
+    assert all(later < earlier for earlier, later in pairwise(costs))
+    assert trace[-1][1:] == outcome.cost
+
+
+def test_brkga_is_deterministic_and_improves_on_its_first_population():
+    graph = generate_placement(80, seed=2)
+    runs = [place(graph, "brkga", seed=3, evaluations=2000, population=50) for _ in range(2)]
+    assert np.array_equal(runs[0].device_of, runs[1].device_of)
+    assert np.array_equal(runs[0].order, runs[1].order)
+    first = runs[0].info["best_by_evaluation"][0]
+    assert first[0] == 50
+    assert runs[0].cost < (first[1], first[2])
+
+
+def test_brkga_prefers_feasible_solutions():
+    graph = generate_placement(40, seed=4)
+    total = graph.mem.sum() + graph.param_mem.sum()
+    devices = Devices((DeviceSpec(memory=total * 0.25), DeviceSpec(memory=total * 0.25)))
+    result = place(graph, "brkga", devices=devices, seed=0, evaluations=1500)
+    trace = result.info["best_by_evaluation"]
+    assert trace[0][1] == 1  # the first population holds no feasible solution
+    assert result.feasible
+    assert result.cost == (0, pytest.approx(result.makespan))
+
+
+def test_learned_style_distributions_steer_the_mutants():
+    graph = generate_placement(30, seed=5)
+    problem = PlacementProblem(graph, Devices(), "runtime")
+    alpha = np.ones((30, 3))
+    beta = np.ones((30, 3))
+    alpha[:, 0], beta[:, 0] = 50.0, 0.2  # device-0 affinity near 1: everything on device 0
+    distributions = MutantDistributions(alpha, beta)
+    keys = distributions.sample(200, np.random.default_rng(0))
+    assert keys.shape == (200, 30, 3)
+    assert (decode(graph, keys)[0] == 0).mean() > 0.95
+    outcome = run_brkga(
+        problem, seed=0, params=BrkgaParams(evaluations=100), distributions=distributions
+    )
+    assert outcome.evaluations == 100
+    with pytest.raises(InputError, match="mutant alpha has shape"):
+        run_brkga(problem, seed=0, distributions=MutantDistributions(alpha[:5], beta))
+    with pytest.raises(InputError, match="finite and > 0"):
+        run_brkga(problem, seed=0, distributions=MutantDistributions(alpha * 0, beta))
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"population": 1}, "population"),
+        ({"evaluations": 0}, "evaluations"),
+        ({"elite_bias": 1.0}, "elite_bias"),
+        ({"elite_fraction": 0.6, "mutant_fraction": 0.5}, "no room for children"),
+        ({"mutation": 0.1}, "has no option 'mutation'"),
+    ],
+)
+def test_bad_brkga_options_are_input_errors(options, message):
+    graph = generate_placement(10, seed=0)
+    with pytest.raises(InputError, match=message):
+        place(graph, "brkga", seed=0, **options)
+
+
+def test_unknown_placer_and_objective():
+    graph = generate_placement(10, seed=0)
+    with pytest.raises(InputError, match="unknown placement method 'nope'"):
+        place(graph, "nope")
+    with pytest.raises(InputError, match="unknown objective"):
+        place(graph, "brkga", objective="energy")

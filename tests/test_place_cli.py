@@ -1,0 +1,149 @@
+"""``dagopt place``, ``dagopt evaluate-placement`` and ``dagopt generate placement``."""
+
+import json
+import re
+
+import pytest
+
+from dagopt.generate.placement import generate_placement
+from dagopt.io import load, read_placement, write_graph_json
+from dagopt.objectives.placement import Devices, simulate
+from test_cli import DIAMOND, assert_user_error, dagopt, write_json
+
+
+@pytest.fixture
+def placement_graph(tmp_path):
+    return write_graph_json(generate_placement(40, seed=11), tmp_path / "g.json")
+
+
+def test_generate_place_and_evaluate_round_trip(tmp_path):
+    result = dagopt(
+        "generate", "placement", "--nodes", 30, "--count", 2, "--seed", 7, "-o", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    graph_path = tmp_path / "placement-30-s7.json"
+    graph = load(graph_path)
+    assert graph.num_nodes == 30 and "runtime" in graph.node_data
+    out = tmp_path / "p.json"
+    result = dagopt(
+        "place",
+        graph_path,
+        "-m",
+        "brkga",
+        "--objective",
+        "peak-memory",
+        "--seed",
+        1,
+        "--evaluations",
+        300,
+        "--set",
+        "population=30",
+        "-o",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    assert "300 evaluations" in result.stdout
+    document = json.loads(out.read_text())
+    assert set(document) == {
+        "graph",
+        "method",
+        "objective",
+        "devices",
+        "order",
+        "makespan",
+        "peak_memory",
+        "feasible",
+        "seconds",
+    }
+    assert document["method"] == "brkga" and document["objective"] == "peak-memory"
+    placement = read_placement(out, graph, 2)
+    simulated = simulate(graph, Devices(), placement.device_of, placement.order)
+    assert document["makespan"] == pytest.approx(simulated.makespan)
+    assert document["peak_memory"] == pytest.approx(simulated.peak_memory.tolist())
+    evaluated = dagopt("evaluate-placement", graph_path, out)
+    assert evaluated.exit_code == 0, evaluated.output
+    assert f"makespan {simulated.makespan:.6g} s" in evaluated.stdout
+
+
+def test_device_options_reach_the_cost_model(placement_graph, tmp_path):
+    out = tmp_path / "p.json"
+    result = dagopt(
+        "place",
+        placement_graph,
+        "-m",
+        "brkga",
+        "-d",
+        3,
+        "--memory-gib",
+        8,
+        "--speeds",
+        "1,2,4",
+        "--evaluations",
+        200,
+        "--seed",
+        0,
+        "-o",
+        out,
+    )
+    assert result.exit_code == 0, result.output
+    peaks = re.search(r"per device \[([^\]]*)\]", result.stdout).group(1).split(", ")
+    assert len(peaks) == 3
+    assert max(json.loads(out.read_text())["devices"].values()) <= 2
+    result = dagopt("evaluate-placement", placement_graph, out, "-d", 2)
+    assert_user_error(result, "but the devices are 0..1")
+
+
+def test_estimate_runtime_for_graphs_without_runtimes(tmp_path):
+    graph_path = write_json(tmp_path / "diamond.json", DIAMOND)
+    assert_user_error(dagopt("place", graph_path, "-m", "brkga"), "--estimate-runtime")
+    result = dagopt("place", graph_path, "-m", "brkga", "--estimate-runtime", "--evaluations", 50)
+    assert result.exit_code == 0, result.output
+
+
+BAD_PLACEMENTS = {
+    "not-a-placement": ({"order": []}, "not a placement file"),
+    "unknown-node": ({"devices": {"zz": 0}, "order": []}, "node 'zz' is not in graph"),
+    "bad-device": ({"devices": {"0": 5}, "order": []}, "placed on device 5"),
+    "non-integer-device": ({"devices": {"0": "gpu"}, "order": []}, "not an integer"),
+    "missing-device": ({"devices": {"0": 0}, "order": []}, "has no device"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_PLACEMENTS))
+def test_bad_placement_files_are_one_line_errors(case, placement_graph, tmp_path):
+    document, fragment = BAD_PLACEMENTS[case]
+    path = write_json(tmp_path / "bad.json", document)
+    assert_user_error(dagopt("evaluate-placement", placement_graph, path), fragment)
+
+
+def test_placement_with_a_bad_order(placement_graph, tmp_path):
+    graph = load(placement_graph)
+    devices = {str(v): 0 for v in range(graph.num_nodes)}
+    reversed_order = list(range(graph.num_nodes))[::-1]
+    path = write_json(tmp_path / "bad.json", {"devices": devices, "order": reversed_order})
+    assert_user_error(dagopt("evaluate-placement", placement_graph, path), "")
+    path = write_json(tmp_path / "bad2.json", {"devices": devices, "order": [0, "x"]})
+    assert_user_error(dagopt("evaluate-placement", placement_graph, path), "node 'x'")
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("-m", "nope"), "unknown placement method 'nope'"),
+        (("-m", "brkga", "--objective", "energy"), "unknown objective 'energy'"),
+        (("-m", "brkga", "--speeds", "1,x"), "--speeds must be comma-separated"),
+        (("-m", "brkga", "--speeds", "1,2,3"), "3 factors for 2 devices"),
+        (("-m", "brkga", "--set", "population"), "--set expects key=value"),
+        (("-m", "brkga", "--set", "colour=3"), "has no option 'colour'"),
+    ],
+)
+def test_bad_place_arguments(args, fragment, placement_graph):
+    assert_user_error(dagopt("place", placement_graph, *args), fragment)
+
+
+def test_memory_limit_is_reported(placement_graph):
+    result = dagopt(
+        "place", placement_graph, "-m", "brkga", "--memory-gib", 0.001, "--evaluations", 50
+    )
+    assert result.exit_code == 0, result.output
+    assert "feasible: no" in result.stdout
