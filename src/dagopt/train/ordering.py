@@ -11,30 +11,25 @@ same graphs and samples as an uninterrupted one.
 """
 
 import copy
-import csv
-import io
-import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from dagopt.errors import InputError
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
-from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
+from dagopt.io.atomic import write_bytes_atomic
 from dagopt.nn.checkpoint import model_document
 from dagopt.nn.encoders import PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
+from dagopt.train import rundir
 from dagopt.train.config import OrderingTrainConfig
 from dagopt.train.reinforce import greedy_cost, reinforce_loss
-
-CONFIG_FILE, STATE_FILE, MODEL_FILE = "config.json", "state.pt", "model.pt"
-METRICS_FILE, PLOT_FILE = "metrics.csv", "learning_curve.png"
+from dagopt.train.rundir import MODEL_FILE, STATE_FILE
 
 
 @dataclass(frozen=True)
@@ -52,60 +47,15 @@ class EpochMetrics:
 BatchCallback = Callable[[int, int, int, float], None]
 
 
-def _torch_bytes(obj: object) -> bytes:
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
-
-
 def _mean_greedy_cost(model: PriorityModel, graphs: list[tuple[Graph, GraphInputs]]) -> float:
     """Mean greedy peak over featurized graphs (``(graph, inputs)`` pairs)."""
     model.eval()
     return float(np.mean([greedy_cost(model, g, inputs) for g, inputs in graphs]))
 
 
-def _write_metrics(run_dir: Path, history: list[EpochMetrics]) -> None:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(EpochMetrics)])
-    writer.writeheader()
-    writer.writerows(asdict(m) for m in history)
-    write_text_atomic(run_dir / METRICS_FILE, buffer.getvalue())
-
-
-def read_metrics(run_dir: Path) -> list[EpochMetrics]:
-    path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
-        return []
-    types = {f.name: f.type for f in fields(EpochMetrics)}
-    rows = csv.DictReader(io.StringIO(path.read_text()))
-    return [
-        EpochMetrics(
-            **{k: (v == "True") if types[k] is bool else types[k](v) for k, v in r.items()}
-        )
-        for r in rows
-    ]
-
-
-def _plot(run_dir: Path, history: list[EpochMetrics]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    epochs = [m.epoch for m in history]
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(epochs, [m.train_cost for m in history], label="sampled order (train)")
-    ax.plot(epochs, [m.validation_cost for m in history], label="greedy (validation)")
-    ax.plot(epochs, [m.baseline_validation_cost for m in history], label="baseline (validation)")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("mean peak memory")
-    ax.set_title("Topoformer REINFORCE training")
-    ax.legend()
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    plt.close(fig)
-    write_bytes_atomic(run_dir / PLOT_FILE, buffer.getvalue())
+def read_metrics(run_dir: str | Path) -> list[EpochMetrics]:
+    """The epochs recorded in ``run_dir/metrics.csv``."""
+    return rundir.read_metrics(run_dir, EpochMetrics)
 
 
 def train_ordering(
@@ -119,20 +69,13 @@ def train_ordering(
     """Train (or, with ``resume``, continue training) in ``run_dir``; returns the history."""
     run_dir = Path(run_dir)
     state_path = run_dir / STATE_FILE
-    if resume:
-        if not state_path.exists():
-            raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")
-        saved = OrderingTrainConfig.from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
-        if config is not None and config != saved:
-            raise InputError(f"{run_dir}: --config differs from the run's config.json")
-        config = saved
-    else:
-        if state_path.exists():
-            raise InputError(f"{run_dir}: a run exists here; pass --resume or another --run-dir")
-        if config is None:
-            raise InputError("a training config is needed to start a run")
-        write_text_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=1))
-
+    config = rundir.open_run(
+        run_dir,
+        config,
+        resume=resume,
+        from_dict=OrderingTrainConfig.from_dict,
+        to_dict=OrderingTrainConfig.to_dict,
+    )
     torch.manual_seed(config.seed)
     policy = PriorityModel(config.encoder, alpha=config.alpha)
     baseline = copy.deepcopy(policy)
@@ -207,15 +150,26 @@ def train_ordering(
             "epoch": epoch,
             "baseline_validation_cost": baseline_validation,
         }
-        write_bytes_atomic(state_path, _torch_bytes(state))
+        write_bytes_atomic(state_path, rundir.torch_bytes(state))
         meta = {
             "trained_epochs": epoch + 1,
             "validation_cost": baseline_validation,
             "config": config.to_dict(),
         }
-        write_bytes_atomic(run_dir / MODEL_FILE, _torch_bytes(model_document(baseline, meta)))
-        _write_metrics(run_dir, history)
-        _plot(run_dir, history)
+        write_bytes_atomic(run_dir / MODEL_FILE, rundir.torch_bytes(model_document(baseline, meta)))
+        rundir.write_metrics(run_dir, history, EpochMetrics)
+        epochs = [m.epoch for m in history]
+        rundir.plot_learning_curve(
+            run_dir,
+            epochs,
+            {
+                "sampled order (train)": [m.train_cost for m in history],
+                "greedy (validation)": [m.validation_cost for m in history],
+                "baseline (validation)": [m.baseline_validation_cost for m in history],
+            },
+            ylabel="mean peak memory",
+            title="Topoformer REINFORCE training",
+        )
         if on_epoch is not None:
             on_epoch(metrics)
     return history

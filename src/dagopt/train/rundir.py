@@ -1,0 +1,103 @@
+"""What every training run directory shares: its config file, atomic torch state, a
+per-epoch metrics CSV and a learning-curve plot.
+
+``open_run`` enforces the run-directory contract: a new run refuses to overwrite an
+existing one, and ``--resume`` reuses the saved ``config.json`` (a different config
+is an error).
+"""
+
+import csv
+import io
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from dagopt.errors import InputError
+from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
+
+CONFIG_FILE, STATE_FILE, MODEL_FILE = "config.json", "state.pt", "model.pt"
+METRICS_FILE, PLOT_FILE = "metrics.csv", "learning_curve.png"
+
+Config = TypeVar("Config")
+Row = TypeVar("Row")
+
+
+def open_run(
+    run_dir: Path,
+    config: Config | None,
+    *,
+    resume: bool,
+    from_dict: Callable[[dict[str, Any]], Config],
+    to_dict: Callable[[Config], dict[str, Any]],
+) -> Config:
+    """The run's configuration: the saved one on ``resume``, else ``config`` (now saved)."""
+    state_path = run_dir / STATE_FILE
+    if resume:
+        if not state_path.exists():
+            raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")
+        saved = from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
+        if config is not None and config != saved:
+            raise InputError(f"{run_dir}: --config differs from the run's config.json")
+        return saved
+    if state_path.exists():
+        raise InputError(f"{run_dir}: a run exists here; pass --resume or another --run-dir")
+    if config is None:
+        raise InputError("a training config is needed to start a run")
+    write_text_atomic(run_dir / CONFIG_FILE, json.dumps(to_dict(config), indent=1))
+    return config
+
+
+def torch_bytes(obj: object) -> bytes:
+    """``torch.save`` output as bytes (for atomic writes)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def write_metrics(run_dir: Path, history: Sequence[Any], row_type: type) -> None:
+    """``history`` (dataclass rows of ``row_type``) as ``metrics.csv``, atomically."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(row_type)])
+    writer.writeheader()
+    writer.writerows(asdict(m) for m in history)
+    write_text_atomic(run_dir / METRICS_FILE, buffer.getvalue())
+
+
+def read_metrics(run_dir: str | Path, row_type: type[Row]) -> list[Row]:
+    """The rows of ``metrics.csv`` (none if the file does not exist yet)."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return []
+    types = {f.name: f.type for f in fields(row_type)}
+    rows = csv.DictReader(io.StringIO(path.read_text()))
+    return [
+        row_type(**{k: (v == "True") if types[k] is bool else types[k](v) for k, v in r.items()})
+        for r in rows
+    ]
+
+
+def plot_learning_curve(
+    run_dir: Path, epochs: list[int], curves: dict[str, list[float]], *, ylabel: str, title: str
+) -> None:
+    """One line per entry of ``curves`` against ``epochs``, saved as ``learning_curve.png``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in curves.items():
+        ax.plot(epochs, values, label=label)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    write_bytes_atomic(run_dir / PLOT_FILE, buffer.getvalue())
