@@ -1,0 +1,528 @@
+"""REGAL's contextual bandit (paper 003, section 2.3 and appendix A.3, eq. 1).
+
+A GNN reads a computation graph with op and tensor attributes (section 2.1) and gives,
+for every op ``v`` and chromosome gene ``j`` (``0..d-1`` device affinities, ``d`` the
+scheduling priority, as in ``dagopt.place.decode``), two categorical distributions over
+``choices``: one for ``alpha`` and one for ``beta`` of the gene's ``beta(alpha, beta)``
+mutant distribution. That is ``k = 2 (d + 1) |V|`` actions per graph (section 2.3).
+A separate GNN gives the REINFORCE baseline ``b(G)``.
+
+- ``regal_inputs`` featurises a graph (``REGAL_NODE_FEATURES``, ``REGAL_EDGE_FEATURES``);
+  ``batch_inputs`` concatenates several graphs into one disjoint graph.
+- ``RegalEncoder`` is eq. 1's message passing; ``RegalPolicy`` adds the ``2 (d + 1)``
+  logit heads; ``RegalBaseline`` the mean-pooled value head.
+- ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
+  ``action_distributions`` turn logits into actions, their log-probability and the
+  ``MutantDistributions`` that BRKGA samples mutants from.
+
+Modules and featurisation only: the search and the training loop live elsewhere.
+"""
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+import torch
+from torch import nn
+from torch_geometric.nn import MessagePassing
+from torch_geometric.utils import scatter
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.nn.features import _rows
+from dagopt.objectives.placement import Devices, resolve_runtimes
+from dagopt.place.brkga import MutantDistributions
+
+#: The values ``alpha`` and ``beta`` may take (section 2.3: "We discretize the possible
+#: values"). The paper does not list its grid; this one is roughly geometric over two
+#: decades and holds 1.0, so ``beta(1, 1)``, standard BRKGA's uniform mutant, is one of
+#: the actions. Pairs reach both skews (``beta(20, 1)`` near 1, ``beta(1, 20)`` near 0)
+#: and both concentrations (``beta(0.2, 0.2)`` at the ends, ``beta(20, 20)`` near 0.5).
+BETA_CHOICES: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+
+#: Columns of ``RegalInputs.x``; all scale-free, so one model serves graphs of any size.
+REGAL_NODE_FEATURES = (
+    "runtime_log_rel_mean",  # log1p(runtime / mean runtime)
+    "runtime_share",  # runtime / (total runtime / d): the op's share of a device's fair load
+    "mem_rel_limit",  # output bytes / smallest device memory limit
+    "param_rel_limit",  # parameter bytes / limit
+    "input_rel_limit",  # bytes of the op's inputs (its predecessors' outputs) / limit
+    "mem_log_rel_mean",  # log1p(bytes / graph mean), for the three sizes above
+    "param_log_rel_mean",
+    "input_log_rel_mean",
+    "log_in_degree",  # log1p(in-degree)
+    "log_out_degree",
+    "depth",  # longest path from a source, in edges, / the graph's longest path
+    "height",  # longest path to a sink, in edges, / the graph's longest path
+    "earliest_start",  # runtime-weighted critical-path start times / critical path length
+    "latest_start",
+    "log10_num_nodes",  # graph-level, broadcast to every op
+    "bytes_rel_total_memory",  # all outputs and parameters / the devices' total memory
+    "critical_path_share",  # critical path / (total runtime / d)
+)
+#: Columns of ``RegalInputs.edge_attr``: the tensor an edge carries (its source's output).
+REGAL_EDGE_FEATURES = ("bytes_rel_limit", "bytes_log_rel_mean")
+
+
+@dataclass(frozen=True)
+class RegalConfig:
+    """Hyper-parameters of the REGAL policy and baseline networks (A.3, eq. 1).
+
+    ``num_devices`` is ``d`` (the model is fixed to it, section 2.3); ``hidden`` the
+    width of every embedding and MLP; ``rounds`` is ``T``; ``mlp_layers`` the linear
+    layers per MLP; ``choices`` the discretised ``alpha`` / ``beta`` values;
+    ``share_weights`` reuses one message-passing layer in every round (eq. 1 writes
+    its MLPs without a round index), else each round has its own (the default);
+    ``init_prob_one`` the initial probability of the choice 1.0 for every parameter
+    (the rest spread evenly), so the untrained policy stays near standard BRKGA.
+    """
+
+    num_devices: int = 2
+    hidden: int = 64
+    rounds: int = 4
+    mlp_layers: int = 2
+    choices: tuple[float, ...] = BETA_CHOICES
+    share_weights: bool = False
+    init_prob_one: float = 0.5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "choices", tuple(float(c) for c in self.choices))
+        sizes = (self.num_devices, self.hidden, self.rounds, self.mlp_layers)
+        if min(sizes) < 1:
+            raise InputError(
+                f"REGAL sizes must be >= 1: num_devices={self.num_devices}, "
+                f"hidden={self.hidden}, rounds={self.rounds}, mlp_layers={self.mlp_layers}"
+            )
+        c = self.choices
+        if len(c) < 2 or len(set(c)) != len(c) or not all(math.isfinite(x) and x > 0 for x in c):
+            raise InputError(f"choices need >= 2 distinct finite values > 0, got {c}")
+        if not 0 < self.init_prob_one < 1:
+            raise InputError(f"init_prob_one must lie in (0, 1), got {self.init_prob_one}")
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; ``RegalConfig.from_dict`` inverts it."""
+        return {**asdict(self), "choices": list(self.choices)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RegalConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"unknown REGAL config key {unknown[0]!r}")
+        return cls(**data)
+
+
+# ------------------------------------------------------------------------------ features
+@dataclass(frozen=True)
+class RegalInputs:
+    """Tensors for one graph, or several concatenated by ``batch_inputs``.
+
+    ``x``: float32 ``(n, F)`` op features; ``edge_index``: long ``(2, E)`` edges
+    ``src -> dst`` (PyG layout); ``edge_attr``: float32 ``(E, Fe)``; ``ptr``: for a
+    batch, long ``(G + 1,)`` node offsets of its graphs (``None`` for one graph).
+    """
+
+    x: torch.Tensor
+    edge_index: torch.Tensor
+    edge_attr: torch.Tensor
+    ptr: torch.Tensor | None = None
+
+    @property
+    def num_nodes(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def num_graphs(self) -> int:
+        return 1 if self.ptr is None else self.ptr.numel() - 1
+
+    @property
+    def batch(self) -> torch.Tensor:
+        """Long ``(n,)``: the graph of each node (all 0 for one graph)."""
+        if self.ptr is None:
+            return torch.zeros(self.num_nodes, dtype=torch.long, device=self.x.device)
+        counts = self.ptr.diff()
+        return torch.repeat_interleave(torch.arange(counts.numel(), device=counts.device), counts)
+
+
+def _ratio(a, b) -> np.ndarray:
+    """``a / b``, 0 where ``b <= 0`` (zero runtimes, zero sizes, an empty graph)."""
+    a, b = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(b, np.float64))
+    return np.divide(a, b, out=np.zeros(a.shape), where=b > 0)
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(values.mean()) if values.size else 0.0
+
+
+def _longest_paths(
+    ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Longest paths into each node from the nodes of zero ``degree``, walking CSR ``ptr/idx``.
+
+    Returns the hop count and the total ``weight`` of the nodes before it on its
+    heaviest path. Kahn generations, one numpy step per level: a node joins the
+    frontier, its values final, once all of its in-neighbours have been processed.
+    """
+    n = degree.size
+    hops = np.zeros(n, dtype=np.int64)
+    dist = np.zeros(n)
+    missing = degree.astype(np.int64)
+    frontier, level = np.flatnonzero(degree == 0), 0
+    while frontier.size:
+        hops[frontier] = level
+        reached = _rows(ptr, idx, frontier)
+        reach = np.repeat(dist[frontier] + weight[frontier], ptr[frontier + 1] - ptr[frontier])
+        np.maximum.at(dist, reached, reach)
+        np.subtract.at(missing, reached, 1)
+        frontier = np.unique(reached[missing[reached] == 0])
+        level += 1
+    return hops, dist
+
+
+def regal_inputs(graph: Graph, runtimes: np.ndarray | None, devices: Devices) -> RegalInputs:
+    """Featurise ``graph`` for REGAL: op and tensor attributes (003 section 2.1).
+
+    Node columns are ``REGAL_NODE_FEATURES``, edge columns ``REGAL_EDGE_FEATURES``.
+    Sizes are taken relative to the smallest device memory limit (what decides
+    feasibility) and, as ``log1p``, to the graph's mean; runtimes relative to the mean
+    and to one device's fair share ``total / d``; depth, height and the critical-path
+    start times are normalised by the graph's longest path. Any ratio with a zero
+    denominator is 0, so every graph (one op, zero runtimes, zero sizes) gives finite
+    features. ``runtimes`` are seconds per op on a speed-1 device (``None``: the graph's
+    ``runtime`` attribute), validated as by the cost model.
+    """
+    n = graph.num_nodes
+    d = devices.count
+    runtime = resolve_runtimes(graph, runtimes)
+    src, dst = (np.asarray(a, dtype=np.int64) for a in graph.edges)
+    mem, param = graph.mem, graph.param_mem
+    inputs = np.bincount(dst, weights=mem[src], minlength=n)
+    limit = float(devices.memory_limits.min())
+
+    depth, earliest = _longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)
+    height, after = _longest_paths(graph.pred_ptr, graph.pred_idx, graph.out_degree, runtime)
+    critical = float((earliest + runtime).max(initial=0.0))
+    longest = float(depth.max(initial=0))
+    total_runtime = float(runtime.sum())
+    fair_share = total_runtime / d
+
+    node = [
+        np.log1p(_ratio(runtime, _mean(runtime))),
+        _ratio(runtime, fair_share),
+        mem / limit,
+        param / limit,
+        inputs / limit,
+        np.log1p(_ratio(mem, _mean(mem))),
+        np.log1p(_ratio(param, _mean(param))),
+        np.log1p(_ratio(inputs, _mean(inputs))),
+        np.log1p(graph.in_degree),
+        np.log1p(graph.out_degree),
+        _ratio(depth, longest),
+        _ratio(height, longest),
+        _ratio(earliest, critical),
+        _ratio(np.maximum(critical - after - runtime, 0.0), critical),
+        np.full(n, math.log10(max(n, 1))),
+        np.full(n, (mem.sum() + param.sum()) / devices.memory_limits.sum()),
+        np.full(n, float(_ratio(critical, fair_share))),
+    ]
+    edge = [mem[src] / limit, np.log1p(_ratio(mem[src], _mean(mem)))]
+    x = np.stack(node, axis=1).reshape(n, len(REGAL_NODE_FEATURES))
+    edge_attr = np.stack(edge, axis=1).reshape(src.size, len(REGAL_EDGE_FEATURES))
+    return RegalInputs(
+        x=torch.from_numpy(x.astype(np.float32)),
+        edge_index=torch.from_numpy(np.stack([src, dst]).reshape(2, -1)),
+        edge_attr=torch.from_numpy(edge_attr.astype(np.float32)),
+    )
+
+
+def batch_inputs(items: list[RegalInputs]) -> tuple[RegalInputs, torch.Tensor]:
+    """Concatenate single graphs into one disjoint graph; also return its ``ptr``.
+
+    Node rows and edge columns are stacked with each graph's edges offset by its first
+    node, so node ``i`` of graph ``g`` is row ``ptr[g] + i``. Policy logits of the batch
+    are the graphs' logits stacked over nodes; ``RegalBaseline`` pools per graph.
+    """
+    if not items:
+        raise InputError("batch_inputs needs at least one graph")
+    if any(item.ptr is not None for item in items):
+        raise InputError("batch_inputs takes single graphs, not batches")
+    counts = torch.tensor([item.num_nodes for item in items], dtype=torch.long)
+    ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    edge_index = torch.cat([item.edge_index + ptr[g] for g, item in enumerate(items)], dim=1)
+    batched = RegalInputs(
+        x=torch.cat([item.x for item in items]),
+        edge_index=edge_index,
+        edge_attr=torch.cat([item.edge_attr for item in items]),
+        ptr=ptr,
+    )
+    return batched, ptr
+
+
+# ------------------------------------------------------------------------------ modules
+def mlp(in_dim: int, hidden: int, out_dim: int, layers: int) -> nn.Sequential:
+    """``layers`` linear layers ``in_dim -> hidden -> ... -> out_dim`` with ReLU between."""
+    dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+    modules: list[nn.Module] = []
+    for i in range(layers):
+        if i:
+            modules.append(nn.ReLU())
+        modules.append(nn.Linear(dims[i], dims[i + 1]))
+    return nn.Sequential(*modules)
+
+
+class RegalLayer(MessagePassing):
+    """One round ``t`` of eq. 1 (003 A.3), messages in both edge directions::
+
+        m_e  = MLP_msg ([h_{e_s}, h_{e_t}, h_e])    summed at the target e_t
+        m'_e = MLP'_msg([h_{e_s}, h_{e_t}, h_e])    summed at the source e_s
+        h_v <- LayerNorm(h_v + MLP_node([h_v, sum_{e_t = v} m_e + sum_{e_s = v} m'_e]))
+
+    The residual connection and LayerNorm around eq. 1's ``MLP_node`` keep embeddings
+    at one scale over the rounds. Both sums are one ``propagate`` over the edges and
+    their reverses (``aggr="add"``).
+    """
+
+    def __init__(self, hidden: int, mlp_layers: int) -> None:
+        super().__init__(aggr="add")
+        self.forward_message = mlp(3 * hidden, hidden, hidden, mlp_layers)
+        self.backward_message = mlp(3 * hidden, hidden, hidden, mlp_layers)
+        self.update_node = mlp(2 * hidden, hidden, hidden, mlp_layers)
+        self.norm = nn.LayerNorm(hidden)
+
+    def forward(
+        self, h: torch.Tensor, edge_index: torch.Tensor, h_edge: torch.Tensor
+    ) -> torch.Tensor:
+        both = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+        summed = self.propagate(both, x=h, h_edge=h_edge)
+        return self.norm(h + self.update_node(torch.cat([h, summed], dim=-1)))
+
+    def message(self, x_i: torch.Tensor, x_j: torch.Tensor, h_edge: torch.Tensor) -> torch.Tensor:
+        # Columns 0..E-1 are the edges (j = e_s, i = e_t), E..2E-1 their reverses
+        # (j = e_t, i = e_s): both MLPs read [h_{e_s}, h_{e_t}, h_e].
+        e = h_edge.shape[0]
+        forward = self.forward_message(torch.cat([x_j[:e], x_i[:e], h_edge], dim=-1))
+        backward = self.backward_message(torch.cat([x_i[e:], x_j[e:], h_edge], dim=-1))
+        return torch.cat([forward, backward])
+
+
+class RegalEncoder(nn.Module):
+    """Node embeddings ``h_v = h_v^(T)`` of eq. 1 (003 A.3), shape ``(n, hidden)``.
+
+    ``h_v^(0) = MLP_n(x_v)``, ``h_e = MLP_e(x_e)``, then ``T = rounds`` ``RegalLayer``
+    rounds, with separate weights per round unless ``config.share_weights``.
+    """
+
+    def __init__(
+        self,
+        config: RegalConfig,
+        node_features: int = len(REGAL_NODE_FEATURES),
+        edge_features: int = len(REGAL_EDGE_FEATURES),
+    ) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.embed_node = mlp(node_features, c.hidden, c.hidden, c.mlp_layers)
+        self.embed_edge = mlp(edge_features, c.hidden, c.hidden, c.mlp_layers)
+        count = 1 if c.share_weights else c.rounds
+        self.layers = nn.ModuleList(RegalLayer(c.hidden, c.mlp_layers) for _ in range(count))
+
+    def forward(self, inputs: RegalInputs) -> torch.Tensor:
+        h = self.embed_node(inputs.x)
+        h_edge = self.embed_edge(inputs.edge_attr)
+        for t in range(self.config.rounds):
+            h = self.layers[t % len(self.layers)](h, inputs.edge_index, h_edge)
+        return h
+
+
+class RegalPolicy(nn.Module):
+    """The bandit ``B(G)`` of 003 section 2.3: logits of ``2 (d + 1) |V|`` categoricals.
+
+    ``MLP_{a,j}`` and ``MLP_{b,j}`` (gene ``j = 0..d``, shared across nodes, eq. 1)
+    map each node's embedding to logits over ``config.choices`` for ``alpha`` and
+    ``beta`` of its gene ``j``. The heads' last layers start with zero weights and a
+    bias giving the choice 1.0 probability ``config.init_prob_one`` (uniform if 1.0 is
+    not a choice), so the untrained policy leans towards standard BRKGA's ``beta(1, 1)``.
+    """
+
+    def __init__(
+        self,
+        config: RegalConfig,
+        node_features: int = len(REGAL_NODE_FEATURES),
+        edge_features: int = len(REGAL_EDGE_FEATURES),
+    ) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.encoder = RegalEncoder(c, node_features, edge_features)
+        genes, width = c.num_devices + 1, len(c.choices)
+        self.alpha_heads = nn.ModuleList(
+            mlp(c.hidden, c.hidden, width, c.mlp_layers) for _ in range(genes)
+        )
+        self.beta_heads = nn.ModuleList(
+            mlp(c.hidden, c.hidden, width, c.mlp_layers) for _ in range(genes)
+        )
+        prior = torch.zeros(width)
+        if 1.0 in c.choices:
+            prior.fill_(math.log((1 - c.init_prob_one) / (width - 1)))
+            prior[c.choices.index(1.0)] = math.log(c.init_prob_one)
+        for head in (*self.alpha_heads, *self.beta_heads):
+            nn.init.zeros_(head[-1].weight)
+            with torch.no_grad():
+                head[-1].bias.copy_(prior)
+
+    def forward(self, inputs: RegalInputs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``(alpha, beta)``, each ``(n, d + 1, len(choices))``."""
+        h = self.encoder(inputs)
+        logits_alpha = torch.stack([head(h) for head in self.alpha_heads], dim=1)
+        logits_beta = torch.stack([head(h) for head in self.beta_heads], dim=1)
+        return logits_alpha, logits_beta
+
+
+class RegalBaseline(nn.Module):
+    """``b(G) = MLP_b(mean_v MLP_g(h_v))`` with its own encoder (003 section 2.3, A.3).
+
+    The output bias starts at ``initial`` (default -1, the reward of BRKGA with uniform
+    mutants, section 2.3), so the first advantages are small.
+    """
+
+    def __init__(
+        self,
+        config: RegalConfig,
+        node_features: int = len(REGAL_NODE_FEATURES),
+        edge_features: int = len(REGAL_EDGE_FEATURES),
+        *,
+        initial: float = -1.0,
+    ) -> None:
+        super().__init__()
+        c = config
+        self.config = c
+        self.encoder = RegalEncoder(c, node_features, edge_features)
+        self.node_head = mlp(c.hidden, c.hidden, c.hidden, c.mlp_layers)
+        self.graph_head = mlp(c.hidden, c.hidden, 1, c.mlp_layers)
+        nn.init.constant_(self.graph_head[-1].bias, initial)
+
+    def forward(
+        self,
+        inputs: RegalInputs,
+        batch: torch.Tensor | None = None,
+        num_graphs: int | None = None,
+    ) -> torch.Tensor:
+        """A scalar for one graph; ``(num_graphs,)`` for a batch.
+
+        The batch is ``batch`` (node to graph) if given, else ``inputs.ptr``'s; without
+        ``num_graphs`` a given ``batch`` counts ``batch.max() + 1`` graphs. A graph of
+        no nodes pools to zeros.
+        """
+        single = batch is None and inputs.ptr is None
+        if batch is None:
+            batch, count = inputs.batch, inputs.num_graphs
+        else:
+            count = int(batch.max()) + 1 if batch.numel() else 0
+        count = count if num_graphs is None else num_graphs
+        pooled = scatter(self.node_head(self.encoder(inputs)), batch, 0, count, reduce="mean")
+        values = self.graph_head(pooled).squeeze(-1)
+        return values[0] if single else values
+
+
+# ------------------------------------------------------------------------------ actions
+@dataclass(frozen=True)
+class RegalAction:
+    """Sampled choice indices, long ``(n, d + 1)`` each: gene ``j`` of op ``v`` gets
+    ``beta(choices[alpha_index[v, j]], choices[beta_index[v, j]])``."""
+
+    alpha_index: torch.Tensor
+    beta_index: torch.Tensor
+
+
+def _sample(logits: torch.Tensor, generator: torch.Generator | None, greedy: bool):
+    if greedy:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.detach().reshape(-1, logits.shape[-1]), dim=-1)
+    if probs.shape[0] == 0:
+        return logits.new_zeros(logits.shape[:-1], dtype=torch.long)
+    picks = torch.multinomial(probs, 1, generator=generator)
+    return picks.reshape(logits.shape[:-1])
+
+
+def sample_actions(
+    logits_alpha: torch.Tensor,
+    logits_beta: torch.Tensor,
+    *,
+    generator: torch.Generator | None = None,
+    greedy: bool = False,
+) -> RegalAction:
+    """Draw every categorical of section 2.3 (or take its mode with ``greedy``)."""
+    with torch.no_grad():
+        return RegalAction(
+            alpha_index=_sample(logits_alpha, generator, greedy),
+            beta_index=_sample(logits_beta, generator, greedy),
+        )
+
+
+def action_log_prob(
+    logits_alpha: torch.Tensor,
+    logits_beta: torch.Tensor,
+    action: RegalAction,
+    *,
+    ptr: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """``log p(D | G)``: the sum of the ``k = 2 (d + 1) n`` categorical log-probabilities.
+
+    A scalar; with a batch's ``ptr`` (``batch_inputs``), one sum per graph ``(G,)``.
+    """
+    per_node = 0
+    for logits, index in ((logits_alpha, action.alpha_index), (logits_beta, action.beta_index)):
+        chosen = torch.log_softmax(logits, -1).gather(-1, index.unsqueeze(-1)).squeeze(-1)
+        per_node = per_node + chosen.sum(-1)
+    if ptr is None:
+        return per_node.sum()
+    batch = torch.repeat_interleave(torch.arange(ptr.numel() - 1, device=ptr.device), ptr.diff())
+    return scatter(per_node, batch, 0, ptr.numel() - 1, reduce="sum")
+
+
+def action_entropy(logits_alpha: torch.Tensor, logits_beta: torch.Tensor) -> torch.Tensor:
+    """Mean entropy (nats) of the ``2 (d + 1) n`` categoricals, for an entropy bonus."""
+    logits = torch.cat([logits_alpha, logits_beta])
+    log_p = torch.log_softmax(logits, -1)
+    return -(log_p.exp() * log_p).sum(-1).mean()
+
+
+def action_distributions(action: RegalAction, choices=BETA_CHOICES) -> MutantDistributions:
+    """The mutant distributions an action picks, float64 ``(n, d + 1)`` arrays for BRKGA."""
+    values = np.asarray(choices, dtype=np.float64)
+    return MutantDistributions(
+        alpha=values[action.alpha_index.cpu().numpy()],
+        beta=values[action.beta_index.cpu().numpy()],
+    )
+
+
+def split_action(action: RegalAction, ptr: torch.Tensor) -> list[RegalAction]:
+    """A batch's action cut into one per graph (``ptr`` from ``batch_inputs``)."""
+    sizes = ptr.diff().tolist()
+    return [
+        RegalAction(alpha, beta)
+        for alpha, beta in zip(
+            action.alpha_index.split(sizes), action.beta_index.split(sizes), strict=True
+        )
+    ]
+
+
+__all__ = [
+    "BETA_CHOICES",
+    "REGAL_EDGE_FEATURES",
+    "REGAL_NODE_FEATURES",
+    "RegalAction",
+    "RegalBaseline",
+    "RegalConfig",
+    "RegalEncoder",
+    "RegalInputs",
+    "RegalLayer",
+    "RegalPolicy",
+    "action_distributions",
+    "action_entropy",
+    "action_log_prob",
+    "batch_inputs",
+    "mlp",
+    "regal_inputs",
+    "split_action",
+]

@@ -1,0 +1,266 @@
+"""REGAL's bandit (paper 003, section 2.3, appendix A.3 eq. 1): features, GNN, actions."""
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from dagopt import Graph, InputError
+from dagopt.generate.placement import generate_placement
+from dagopt.nn.regal import (
+    BETA_CHOICES,
+    REGAL_EDGE_FEATURES,
+    REGAL_NODE_FEATURES,
+    RegalAction,
+    RegalBaseline,
+    RegalConfig,
+    RegalEncoder,
+    RegalPolicy,
+    action_distributions,
+    action_entropy,
+    action_log_prob,
+    batch_inputs,
+    regal_inputs,
+    sample_actions,
+    split_action,
+)
+from dagopt.objectives.placement import Devices
+from dagopt.place.brkga import MutantDistributions
+
+F, FE = len(REGAL_NODE_FEATURES), len(REGAL_EDGE_FEATURES)
+SMALL = RegalConfig(hidden=16, rounds=2)
+
+
+def featurise(graph: Graph, devices: Devices | None = None):
+    return regal_inputs(graph, graph.node_data["runtime"], devices or Devices())
+
+
+def chain(n: int, runtime=None) -> Graph:
+    runtime = np.ones(n) if runtime is None else runtime
+    return Graph(
+        n,
+        np.arange(n - 1),
+        np.arange(1, n),
+        mem=np.full(n, 1e6),
+        node_data={"runtime": runtime},
+    )
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    return [generate_placement(n, seed=s) for s, n in enumerate((12, 40, 25))]
+
+
+def check_inputs(graph: Graph, inputs) -> None:
+    assert inputs.x.shape == (graph.num_nodes, F) and inputs.x.dtype == torch.float32
+    assert inputs.edge_index.shape == (2, graph.num_edges)
+    assert inputs.edge_index.dtype == torch.long
+    assert inputs.edge_attr.shape == (graph.num_edges, FE)
+    assert inputs.edge_attr.dtype == torch.float32
+    assert torch.isfinite(inputs.x).all() and torch.isfinite(inputs.edge_attr).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_features_are_finite_and_shaped(seed):
+    graph = generate_placement(seed=seed)
+    inputs = featurise(graph, Devices.homogeneous(3, memory=8 * 2**30))
+    check_inputs(graph, inputs)
+    x = inputs.x.numpy()
+    column = dict(zip(REGAL_NODE_FEATURES, x.T, strict=True))
+    for name in ("depth", "height"):
+        assert column[name].min() == 0 and column[name].max() == 1
+    earliest, latest = column["earliest_start"], column["latest_start"]
+    assert earliest.min() == 0 and latest.max() < 1
+    assert np.all(latest >= earliest - 1e-6)
+    assert np.isclose(latest, earliest, atol=1e-6).any()  # the critical path has no slack
+    assert np.allclose(column["log10_num_nodes"], np.log10(graph.num_nodes))
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        chain(1),
+        chain(1, np.zeros(1)),
+        chain(5, np.zeros(5)),
+        Graph(3, [], [], mem=np.zeros(3), node_data={"runtime": np.zeros(3)}),
+        Graph(0, [], [], mem=[], node_data={"runtime": []}),
+    ],
+    ids=["one-op", "one-op-zero-runtime", "zero-runtimes", "zero-everything", "empty"],
+)
+def test_degenerate_graphs_give_finite_features(graph):
+    check_inputs(graph, featurise(graph))
+
+
+def test_critical_path_times_on_a_chain():
+    inputs = featurise(chain(3, np.array([1.0, 2.0, 1.0])))
+    column = dict(zip(REGAL_NODE_FEATURES, inputs.x.numpy().T, strict=True))
+    assert np.allclose(column["earliest_start"], [0, 0.25, 0.75])
+    assert np.allclose(column["latest_start"], [0, 0.25, 0.75])
+    assert np.allclose(column["depth"], [0, 0.5, 1])
+    assert np.allclose(column["height"], [1, 0.5, 0])
+    assert np.allclose(column["critical_path_share"], 2.0)  # 4 s against 4 s / 2 devices
+
+
+def test_features_are_fast():
+    graph = generate_placement(300, seed=7)
+    featurise(graph)
+    start = time.perf_counter()
+    featurise(graph)
+    assert time.perf_counter() - start < 0.05
+
+
+def test_config_round_trips_through_json():
+    config = RegalConfig(num_devices=3, hidden=8, choices=(0.5, 1.0, 2.0), share_weights=True)
+    assert RegalConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    assert 1.0 in BETA_CHOICES
+    with pytest.raises(InputError):
+        RegalConfig.from_dict({"width": 3})
+    with pytest.raises(InputError):
+        RegalConfig(choices=(1.0, 1.0))
+
+
+def test_messages_flow_both_ways():
+    """One round: a sink's change reaches its predecessor (backward messages, MLP'_msg),
+    a source's change its successor (forward messages, MLP_msg), nothing further."""
+    torch.manual_seed(0)
+    inputs = featurise(chain(4))
+    encoder = RegalEncoder(RegalConfig(hidden=16, rounds=1))
+    base = encoder(inputs)
+
+    def changed(node: int) -> torch.Tensor:
+        x = inputs.x.clone()
+        x[node] += 1.0
+        moved = encoder(type(inputs)(x, inputs.edge_index, inputs.edge_attr))
+        return (moved - base).abs().sum(-1) > 1e-6
+
+    assert changed(3).tolist() == [False, False, True, True]
+    assert changed(0).tolist() == [True, True, False, False]
+    # Each direction has its own MLP: silence the backward one and sinks stop reaching back.
+    layer = encoder.layers[0]
+    for parameter in layer.backward_message.parameters():
+        torch.nn.init.zeros_(parameter)
+    base = encoder(inputs)
+    assert changed(3).tolist() == [False, False, False, True]
+    assert changed(0).tolist() == [True, True, False, False]
+
+
+def test_shared_weights_use_one_layer():
+    encoder = RegalEncoder(RegalConfig(hidden=8, rounds=3, share_weights=True))
+    assert len(encoder.layers) == 1
+    assert len(RegalEncoder(RegalConfig(hidden=8, rounds=3)).layers) == 3
+
+
+def test_policy_logits_and_initial_bias(graphs):
+    graph = graphs[0]
+    policy = RegalPolicy(RegalConfig(num_devices=3, hidden=16))
+    logits_alpha, logits_beta = policy(featurise(graph, Devices.homogeneous(3)))
+    shape = (graph.num_nodes, 4, len(BETA_CHOICES))
+    assert logits_alpha.shape == shape and logits_beta.shape == shape
+    probs = torch.softmax(logits_alpha, -1)
+    one = BETA_CHOICES.index(1.0)
+    assert torch.allclose(probs[..., one], torch.tensor(0.5))
+    greedy = sample_actions(logits_alpha, logits_beta, greedy=True)
+    assert (greedy.alpha_index == one).all() and (greedy.beta_index == one).all()
+
+
+def test_actions(graphs):
+    torch.manual_seed(1)
+    logits_alpha = torch.randn(graphs[1].num_nodes, 3, len(BETA_CHOICES))
+    logits_beta = torch.randn_like(logits_alpha)
+    generator = torch.Generator().manual_seed(3)
+    action = sample_actions(logits_alpha, logits_beta, generator=generator)
+    again = sample_actions(logits_alpha, logits_beta, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(action.alpha_index, again.alpha_index)
+    for index in (action.alpha_index, action.beta_index):
+        assert index.shape == logits_alpha.shape[:2] and index.dtype == torch.long
+        assert index.min() >= 0 and index.max() < len(BETA_CHOICES)
+    greedy = sample_actions(logits_alpha, logits_beta, greedy=True)
+    assert torch.equal(greedy.alpha_index, logits_alpha.argmax(-1))
+    assert torch.equal(greedy.beta_index, logits_beta.argmax(-1))
+
+    log_a, log_b = logits_alpha.log_softmax(-1), logits_beta.log_softmax(-1)
+    manual = sum(
+        log_a[v, j, action.alpha_index[v, j]] + log_b[v, j, action.beta_index[v, j]]
+        for v in range(logits_alpha.shape[0])
+        for j in range(3)
+    )
+    assert action_log_prob(logits_alpha, logits_beta, action) == pytest.approx(float(manual))
+
+    entropy = action_entropy(logits_alpha, logits_beta)
+    assert 0 < entropy < np.log(len(BETA_CHOICES))
+    uniform = torch.zeros_like(logits_alpha)
+    assert action_entropy(uniform, uniform) == pytest.approx(np.log(len(BETA_CHOICES)))
+
+    distributions = action_distributions(action, BETA_CHOICES)
+    assert isinstance(distributions, MutantDistributions)
+    for array in (distributions.alpha, distributions.beta):
+        assert array.shape == (graphs[1].num_nodes, 3) and array.dtype == np.float64
+        assert np.isin(array, BETA_CHOICES).all()
+    assert np.array_equal(distributions.alpha, np.array(BETA_CHOICES)[action.alpha_index.numpy()])
+    assert distributions.sample(2, np.random.default_rng(0)).shape == (2, graphs[1].num_nodes, 3)
+
+
+def test_batched_forward_matches_single_graphs(graphs):
+    torch.manual_seed(2)
+    policy, baseline = RegalPolicy(SMALL), RegalBaseline(SMALL)
+    items = [featurise(graph) for graph in graphs]
+    batched, ptr = batch_inputs(items)
+    assert ptr.tolist() == [0, 12, 52, 77] and batched.num_graphs == 3
+    assert batched.batch.tolist() == [0] * 12 + [1] * 40 + [2] * 25
+    logits_alpha, logits_beta = policy(batched)
+    values = baseline(batched)
+    assert values.shape == (3,)
+    assert torch.allclose(baseline(batched, batched.batch, 3), values)
+    action = sample_actions(logits_alpha, logits_beta, generator=torch.Generator().manual_seed(0))
+    per_graph = action_log_prob(logits_alpha, logits_beta, action, ptr=ptr)
+    for g, (item, part) in enumerate(zip(items, split_action(action, ptr), strict=True)):
+        rows = slice(int(ptr[g]), int(ptr[g + 1]))
+        alone_alpha, alone_beta = policy(item)
+        assert torch.allclose(alone_alpha, logits_alpha[rows], atol=1e-5)
+        assert torch.allclose(alone_beta, logits_beta[rows], atol=1e-5)
+        value = baseline(item)
+        assert value.shape == () and torch.allclose(value, values[g], atol=1e-5)
+        assert torch.equal(part.alpha_index, action.alpha_index[rows])
+        single = action_log_prob(alone_alpha, alone_beta, part)
+        assert torch.allclose(single, per_graph[g], atol=1e-4)
+
+
+def test_reinforce_step_updates_both_networks(graphs):
+    torch.manual_seed(3)
+    policy, baseline = RegalPolicy(SMALL), RegalBaseline(SMALL)
+    parameters = [*policy.parameters(), *baseline.parameters()]
+    before = [p.detach().clone() for p in parameters]
+    optimizer = torch.optim.Adam(parameters, lr=1e-2)
+    batched, ptr = batch_inputs([featurise(graph) for graph in graphs])
+    for _ in range(2):  # the heads' zero-initialised last layers open up after one step
+        logits_alpha, logits_beta = policy(batched)
+        action = sample_actions(logits_alpha, logits_beta)
+        reward = torch.tensor([-0.9, -1.1, -1.0])
+        advantage = reward - baseline(batched)
+        log_prob = action_log_prob(logits_alpha, logits_beta, action, ptr=ptr)
+        loss = (-advantage.detach() * log_prob + advantage.square()).mean()
+        loss = loss - 0.01 * action_entropy(logits_alpha, logits_beta)
+        optimizer.zero_grad()
+        loss.backward()
+        assert all(p.grad is None or torch.isfinite(p.grad).all() for p in parameters)
+        optimizer.step()
+    assert all(p.grad is not None for p in parameters)
+    assert all(not torch.equal(a, p) for a, p in zip(before, parameters, strict=True))
+
+
+def test_action_helpers_on_an_empty_graph():
+    logits = torch.zeros(0, 3, len(BETA_CHOICES))
+    action = sample_actions(logits, logits)
+    assert action.alpha_index.shape == (0, 3)
+    assert float(action_log_prob(logits, logits, action)) == 0.0
+    assert isinstance(action, RegalAction)
+    assert action_distributions(action).alpha.shape == (0, 3)
+
+
+def test_runtimes_are_validated():
+    graph = chain(3)
+    assert torch.equal(regal_inputs(graph, None, Devices()).x, featurise(graph).x)
+    with pytest.raises(InputError):
+        regal_inputs(graph, np.array([1.0, -1.0, 1.0]), Devices())
