@@ -13,7 +13,7 @@ A separate GNN gives the REINFORCE baseline ``b(G)``.
   logit heads; ``RegalBaseline`` the mean-pooled value head.
 - ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
   ``action_distributions`` turn logits into actions, their log-probability and the
-  ``MutantDistributions`` that BRKGA samples mutants from.
+  ``beta(alpha, beta)`` parameters BRKGA samples mutants from (``MutantDistributions``).
 
 Modules and featurisation only: the search and the training loop live elsewhere.
 """
@@ -29,9 +29,8 @@ from torch_geometric.utils import scatter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
-from dagopt.nn.features import _rows
+from dagopt.nn.features import longest_paths
 from dagopt.objectives.placement import Devices, resolve_runtimes
-from dagopt.place.brkga import MutantDistributions
 
 #: The values ``alpha`` and ``beta`` may take (section 2.3: "We discretize the possible
 #: values"). The paper does not list its grid; this one is roughly geometric over two
@@ -154,31 +153,6 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else 0.0
 
 
-def _longest_paths(
-    ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray, weight: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Longest paths into each node from the nodes of zero ``degree``, walking CSR ``ptr/idx``.
-
-    Returns the hop count and the total ``weight`` of the nodes before it on its
-    heaviest path. Kahn generations, one numpy step per level: a node joins the
-    frontier, its values final, once all of its in-neighbours have been processed.
-    """
-    n = degree.size
-    hops = np.zeros(n, dtype=np.int64)
-    dist = np.zeros(n)
-    missing = degree.astype(np.int64)
-    frontier, level = np.flatnonzero(degree == 0), 0
-    while frontier.size:
-        hops[frontier] = level
-        reached = _rows(ptr, idx, frontier)
-        reach = np.repeat(dist[frontier] + weight[frontier], ptr[frontier + 1] - ptr[frontier])
-        np.maximum.at(dist, reached, reach)
-        np.subtract.at(missing, reached, 1)
-        frontier = np.unique(reached[missing[reached] == 0])
-        level += 1
-    return hops, dist
-
-
 def regal_inputs(graph: Graph, runtimes: np.ndarray | None, devices: Devices) -> RegalInputs:
     """Featurise ``graph`` for REGAL: op and tensor attributes (003 section 2.1).
 
@@ -199,8 +173,8 @@ def regal_inputs(graph: Graph, runtimes: np.ndarray | None, devices: Devices) ->
     inputs = np.bincount(dst, weights=mem[src], minlength=n)
     limit = float(devices.memory_limits.min())
 
-    depth, earliest = _longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)
-    height, after = _longest_paths(graph.pred_ptr, graph.pred_idx, graph.out_degree, runtime)
+    depth, earliest = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)
+    height, after = longest_paths(graph.pred_ptr, graph.pred_idx, graph.out_degree, runtime)
     critical = float((earliest + runtime).max(initial=0.0))
     longest = float(depth.max(initial=0))
     total_runtime = float(runtime.sum())
@@ -487,13 +461,12 @@ def action_entropy(logits_alpha: torch.Tensor, logits_beta: torch.Tensor) -> tor
     return -(log_p.exp() * log_p).sum(-1).mean()
 
 
-def action_distributions(action: RegalAction, choices=BETA_CHOICES) -> MutantDistributions:
-    """The mutant distributions an action picks, float64 ``(n, d + 1)`` arrays for BRKGA."""
+def action_distributions(
+    action: RegalAction, choices=BETA_CHOICES
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(alpha, beta)`` an action picks, float64 ``(n, d + 1)`` arrays for BRKGA."""
     values = np.asarray(choices, dtype=np.float64)
-    return MutantDistributions(
-        alpha=values[action.alpha_index.cpu().numpy()],
-        beta=values[action.beta_index.cpu().numpy()],
-    )
+    return values[action.alpha_index.cpu().numpy()], values[action.beta_index.cpu().numpy()]
 
 
 def split_action(action: RegalAction, ptr: torch.Tensor) -> list[RegalAction]:

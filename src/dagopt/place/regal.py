@@ -1,0 +1,168 @@
+"""REGAL (paper 003, section 2.3): a GNN proposes BRKGA's mutant distributions per op.
+
+``regal`` runs the policy once on the graph, takes each categorical's mode (or a
+sample, ``decode="sample"``), and runs BRKGA with the chosen ``beta(alpha, beta)``
+mutant distributions for the same budget as standard BRKGA (5,000 evaluations).
+``idrs`` is the paper's Instance-Dependent Random Search baseline (section 3.2): the
+same distributions, but the budget is spent on independent samples instead of BRKGA.
+
+The model comes from ``checkpoint`` or the shipped
+``checkpoints/regal-<objective>/model.pt`` (``DAGOPT_REGAL_CHECKPOINT_DIR`` overrides the
+directory that holds the ``regal-<objective>`` runs).
+"""
+
+import math
+import os
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
+from dagopt.place.brkga import (
+    OPTION_NAMES,
+    BrkgaParams,
+    MutantDistributions,
+    SearchOutcome,
+    outcome_result,
+    run_brkga,
+)
+from dagopt.place.decode import decode as decode_chromosomes
+
+if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at registration
+    from dagopt.nn.regal import RegalPolicy
+
+SHIPPED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
+DECODES = ("greedy", "sample")
+
+
+def default_checkpoint(objective: str) -> Path:
+    """The model file used for ``objective`` when no ``checkpoint`` is given."""
+    root = Path(os.environ.get("DAGOPT_REGAL_CHECKPOINT_DIR", SHIPPED_DIR))
+    return root / f"regal-{objective}" / "model.pt"
+
+
+@lru_cache(maxsize=4)
+def _cached_policy(path: str) -> tuple["RegalPolicy", dict]:
+    from dagopt.nn.checkpoint import load_regal_policy
+
+    return load_regal_policy(path)
+
+
+def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
+    """The policy for ``problem``: it must have been trained for the same device count."""
+    path = Path(checkpoint) if checkpoint is not None else default_checkpoint(problem.objective)
+    if not path.is_file():
+        raise InputError(f"no REGAL model file at {path}; pass --checkpoint PATH")
+    policy, meta = _cached_policy(str(path.resolve()))
+    if policy.config.num_devices != problem.num_devices:
+        raise InputError(
+            f"{path}: the model places on {policy.config.num_devices} devices, "
+            f"the problem has {problem.num_devices}"
+        )
+    trained_for = meta.get("objective")
+    if checkpoint is None and trained_for not in (None, problem.objective):
+        raise InputError(f"{path}: trained for {trained_for!r}, not {problem.objective!r}")
+    return policy
+
+
+def policy_distributions(
+    problem: PlacementProblem, policy: "RegalPolicy", *, decode_mode: str, seed
+) -> MutantDistributions:
+    """One forward pass: the mutant distributions the policy picks for ``problem``."""
+    import torch
+
+    from dagopt.nn.regal import action_distributions, regal_inputs, sample_actions
+
+    if decode_mode not in DECODES:
+        raise InputError(f"decode must be one of {', '.join(DECODES)}, got {decode_mode!r}")
+    generator = None
+    if decode_mode == "sample":
+        generator = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))
+    inputs = regal_inputs(problem.graph, problem.runtimes, problem.devices)
+    with torch.inference_mode():
+        logits = policy(inputs)
+    action = sample_actions(*logits, generator=generator, greedy=decode_mode == "greedy")
+    return MutantDistributions(*action_distributions(action, policy.config.choices))
+
+
+def random_search(
+    problem: PlacementProblem,
+    distributions: MutantDistributions,
+    *,
+    evaluations: int,
+    seed,
+    time_limit: float | None = None,
+    batch: int = 500,
+) -> SearchOutcome:
+    """The best of ``evaluations`` chromosomes drawn independently from ``distributions``
+    (fewer if ``time_limit`` seconds pass first; the first batch always runs)."""
+    if evaluations < 1:
+        raise InputError(f"evaluations must be >= 1, got {evaluations}")
+    rng = np.random.default_rng(seed)
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    best: tuple[int, float] | None = None
+    trace: list[tuple[int, int, float]] = []
+    used = 0
+    while used < evaluations and (used == 0 or time.perf_counter() < deadline):
+        count = min(batch, evaluations - used)
+        device_of, orders = decode_chromosomes(problem.graph, distributions.sample(count, rng))
+        infeasible, value = problem.evaluate(device_of, orders)
+        used += count
+        i = best_index(infeasible, value)
+        cost = (int(infeasible[i]), float(value[i]))
+        if best is None or cost < best:
+            best, best_device, best_order = cost, device_of[i], orders[i]
+            trace.append((used, *cost))
+    return SearchOutcome(best_device, best_order, best, used, 1, trace)
+
+
+@register_placer(
+    "regal",
+    "BRKGA with mutant distributions from the REGAL GNN policy (003 section 2.3)",
+    ("checkpoint", "decode", *OPTION_NAMES),
+)
+def regal(
+    problem: PlacementProblem,
+    *,
+    seed=None,
+    time_limit=None,
+    checkpoint=None,
+    decode: str = "greedy",
+    **brkga_options,
+) -> PlacerResult:
+    policy = load_policy(problem, checkpoint)
+    distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
+    outcome = run_brkga(
+        problem,
+        seed=seed,
+        params=BrkgaParams(**brkga_options),
+        distributions=distributions,
+        time_limit=time_limit,
+    )
+    return outcome_result(outcome)
+
+
+@register_placer(
+    "idrs",
+    "random sampling from the REGAL policy's distributions (003 section 3.2, IDRS)",
+    ("checkpoint", "decode", "evaluations"),
+)
+def idrs(
+    problem: PlacementProblem,
+    *,
+    seed=None,
+    time_limit=None,
+    checkpoint=None,
+    decode: str = "greedy",
+    evaluations: int = BrkgaParams().evaluations,
+) -> PlacerResult:
+    policy = load_policy(problem, checkpoint)
+    distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
+    outcome = random_search(
+        problem, distributions, evaluations=evaluations, seed=seed, time_limit=time_limit
+    )
+    return outcome_result(outcome)
