@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from dagopt.errors import InputError
+from dagopt.generate.seeds import VALIDATION_SEED_BASE
 from dagopt.nn.encoders import EncoderConfig
+from dagopt.nn.regal import RegalConfig
+from dagopt.objectives.placement import OBJECTIVES
 
 
 def _small_encoder() -> EncoderConfig:
@@ -68,8 +71,68 @@ class OrderingTrainConfig:
             raise InputError("training options need lr > 0, 0 < lr_decay <= 1, alpha > 0")
 
 
-def load_config(path: str | os.PathLike) -> OrderingTrainConfig:
-    """Read a JSON training configuration (missing keys take the defaults)."""
+@dataclass(frozen=True)
+class PlacementTrainConfig:
+    """Every knob of ``dagopt train placement`` (REGAL, paper 003 section 2.3).
+
+    A fixed set of ``train_graphs`` placement graphs (section 3.1 trains on a fixed
+    dataset) is visited in a fresh order every epoch, ``batch_size`` graphs per update.
+    Each graph's reward is ``-H(G, D) / H(G, U)`` with BRKGA run for
+    ``brkga_evaluations`` (5,000 in the paper). ``memory_gib`` is every device's memory.
+    ``entropy_weight`` adds an entropy bonus (0: the paper's plain REINFORCE).
+    """
+
+    objective: str = "runtime"
+    policy: RegalConfig = field(default_factory=RegalConfig)
+    memory_gib: float = 16.0
+    train_graphs: int = 1000
+    validation_graphs: int = 50
+    batch_size: int = 8
+    epochs: int = 20
+    lr: float = 1e-3
+    grad_clip: float = 1.0
+    entropy_weight: float = 0.0
+    brkga_evaluations: int = 5000
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "policy": self.policy.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "PlacementTrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise InputError(f"unknown training option {unknown[0]!r}")
+        values = dict(data)
+        if "policy" in values:
+            values["policy"] = RegalConfig.from_dict(dict(values["policy"]))
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise InputError(
+                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
+            )
+        positive = (
+            "train_graphs",
+            "validation_graphs",
+            "batch_size",
+            "epochs",
+            "brkga_evaluations",
+        )
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"training option {name!r} must be >= 1")
+        if not (self.lr > 0 and self.memory_gib > 0 and self.entropy_weight >= 0):
+            raise InputError("training options need lr > 0, memory_gib > 0, entropy_weight >= 0")
+        if self.train_graphs >= VALIDATION_SEED_BASE:
+            raise InputError(f"train_graphs must be < {VALIDATION_SEED_BASE}")
+
+
+def load_config(path: str | os.PathLike, config_type: type = OrderingTrainConfig):
+    """Read a JSON training configuration of ``config_type`` (missing keys take the
+    defaults): ``OrderingTrainConfig`` or ``PlacementTrainConfig``."""
     file = Path(path)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -80,6 +143,6 @@ def load_config(path: str | os.PathLike) -> OrderingTrainConfig:
     if not isinstance(data, dict):
         raise InputError(f"{file}: training config must be a JSON object")
     try:
-        return OrderingTrainConfig.from_dict(data)
+        return config_type.from_dict(data)
     except (TypeError, ValueError) as exc:
         raise InputError(f"{file}: {exc}") from None

@@ -1,0 +1,290 @@
+"""REGAL training (paper 003, section 2.3): REINFORCE on BRKGA's final objective.
+
+Each update takes a batch of training graphs, samples one action per graph from the
+policy (a ``beta(alpha, beta)`` pair per gene), runs BRKGA with those mutant
+distributions, and rewards ``r = -H(G, D) / H(G, U)``, where ``H(G, U)`` is standard
+BRKGA's result on the same graph. A separate network predicts the scalar baseline
+``b(G)``; the policy loss is ``-(r - b(G)) log p(D | G)`` and the baseline's
+``(r - b(G))^2``. A solution over the memory limit gets reward ``-2`` (worse than any
+feasible one, A.2); graphs on which standard BRKGA finds nothing feasible are left out.
+Every BRKGA run on a graph uses the graph's seed, the one ``H(G, U)`` was computed with
+(common random numbers): the reward then differs from -1 only through ``D``.
+
+The run directory holds ``config.json``, ``reference.json`` (``H(G, U)`` per graph
+seed, computed once), ``state.pt`` (everything needed to resume after any epoch),
+``model.pt`` (the policy with the best validation ratio so far), ``metrics.csv`` and
+``learning_curve.png``. Each epoch's randomness derives from ``(seed, epoch)``, so a
+resumed run matches an uninterrupted one.
+"""
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dagopt.generate.placement import generate_placement
+from dagopt.generate.seeds import validation_seeds
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
+from dagopt.nn.checkpoint import regal_document
+from dagopt.nn.regal import (
+    RegalBaseline,
+    RegalInputs,
+    RegalPolicy,
+    action_distributions,
+    action_entropy,
+    action_log_prob,
+    batch_inputs,
+    regal_inputs,
+    sample_actions,
+    split_action,
+)
+from dagopt.objectives.placement import GIB, Devices
+from dagopt.place.base import PlacementProblem
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.train import rundir
+from dagopt.train.config import PlacementTrainConfig
+from dagopt.train.rundir import MODEL_FILE, STATE_FILE
+
+REFERENCE_FILE = "reference.json"
+INFEASIBLE_REWARD = -2.0
+
+
+@dataclass(frozen=True)
+class PlacementEpoch:
+    epoch: int
+    train_ratio: float
+    baseline_loss: float
+    entropy: float
+    validation_ratio: float
+    best_validation_ratio: float
+    improved: bool
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TrainingGraph:
+    """A graph with its features and standard BRKGA's cost ``H(G, U)`` on it."""
+
+    seed: int
+    graph: Graph
+    inputs: RegalInputs
+    reference: float
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def _devices(config: PlacementTrainConfig) -> Devices:
+    return Devices.homogeneous(config.policy.num_devices, memory=config.memory_gib * GIB)
+
+
+def _brkga_cost(
+    config: PlacementTrainConfig, graph: Graph, seed: int, distributions=None
+) -> tuple[int, float]:
+    problem = PlacementProblem(graph, _devices(config), config.objective)
+    params = BrkgaParams(evaluations=config.brkga_evaluations)
+    return run_brkga(problem, seed=seed, params=params, distributions=distributions).cost
+
+
+def _ratio(cost: tuple[int, float], reference: float) -> float:
+    """``H(G, D) / H(G, U)``; an infeasible result counts as ``-INFEASIBLE_REWARD``."""
+    return -INFEASIBLE_REWARD if cost[0] else cost[1] / reference
+
+
+def _references(
+    run_dir: Path, config: PlacementTrainConfig, seeds: list[int], progress: Progress | None
+) -> dict[int, float | None]:
+    """``H(G, U)`` per graph seed (``None``: nothing feasible), cached in ``reference.json``.
+
+    Saved every 50 graphs, so an interrupted run recomputes at most that many.
+    """
+    path = run_dir / REFERENCE_FILE
+    known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
+    missing = [s for s in seeds if s not in known]
+    for i, seed in enumerate(missing):
+        cost = _brkga_cost(config, generate_placement(seed=seed), seed)
+        known[seed] = None if cost[0] else cost[1]
+        if (i + 1) % 50 == 0 or i + 1 == len(missing):
+            write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
+        if progress is not None:
+            progress("reference BRKGA runs", i + 1, len(missing))
+    return known
+
+
+def _graph_set(
+    config: PlacementTrainConfig, seeds: list[int], references: dict[int, float | None]
+) -> list[TrainingGraph]:
+    devices = _devices(config)
+    graphs = []
+    for seed in seeds:
+        if references[seed] is None:
+            continue
+        graph = generate_placement(seed=seed)
+        inputs = regal_inputs(graph, None, devices)
+        graphs.append(TrainingGraph(seed, graph, inputs, references[seed]))
+    return graphs
+
+
+def validation_ratio(
+    policy: RegalPolicy, config: PlacementTrainConfig, graphs: list[TrainingGraph]
+) -> float:
+    """Mean ``H(G, D) / H(G, U)`` over ``graphs`` with the policy's modal action."""
+    policy.eval()
+    ratios = []
+    with torch.inference_mode():
+        for item in graphs:
+            action = sample_actions(*policy(item.inputs), greedy=True)
+            distributions = MutantDistributions(
+                *action_distributions(action, policy.config.choices)
+            )
+            cost = _brkga_cost(config, item.graph, item.seed, distributions)
+            ratios.append(_ratio(cost, item.reference))
+    return float(np.mean(ratios))
+
+
+def _update(
+    policy: RegalPolicy,
+    baseline: RegalBaseline,
+    optimizer: torch.optim.Optimizer,
+    config: PlacementTrainConfig,
+    batch: list[TrainingGraph],
+    generator: torch.Generator,
+) -> tuple[list[float], float, float]:
+    """One REINFORCE step on ``batch``; returns the ratios, the baseline loss, the entropy."""
+    policy.train()
+    baseline.train()
+    inputs, ptr = batch_inputs([item.inputs for item in batch])
+    logits = policy(inputs)
+    action = sample_actions(*logits, generator=generator)
+    ratios = []
+    for item, graph_action in zip(batch, split_action(action, ptr), strict=True):
+        distributions = MutantDistributions(
+            *action_distributions(graph_action, policy.config.choices)
+        )
+        cost = _brkga_cost(config, item.graph, item.seed, distributions)
+        ratios.append(_ratio(cost, item.reference))
+    reward = -torch.tensor(ratios, dtype=torch.float32)
+    value = baseline(inputs)
+    advantage = (reward - value).detach()
+    log_prob = action_log_prob(*logits, action, ptr=ptr)
+    entropy = action_entropy(*logits)
+    baseline_loss = ((reward - value) ** 2).mean()
+    loss = -(advantage * log_prob).mean() + baseline_loss - config.entropy_weight * entropy
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
+    torch.nn.utils.clip_grad_norm_(baseline.parameters(), config.grad_clip)
+    optimizer.step()
+    return ratios, baseline_loss.item(), entropy.item()
+
+
+def train_placement(
+    run_dir: str | Path,
+    config: PlacementTrainConfig | None = None,
+    *,
+    resume: bool = False,
+    progress: Progress | None = None,
+    on_epoch: Callable[[PlacementEpoch], None] | None = None,
+) -> list[PlacementEpoch]:
+    """Train (or, with ``resume``, continue) a REGAL policy in ``run_dir``; returns the history.
+
+    ``progress(stage, done, total)`` reports the reference runs and each epoch's batches.
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    config = rundir.open_run(
+        run_dir,
+        config,
+        resume=resume,
+        from_dict=PlacementTrainConfig.from_dict,
+        to_dict=PlacementTrainConfig.to_dict,
+    )
+    train_seeds = list(range(config.train_graphs))
+    valid_seeds = validation_seeds(config.validation_graphs)
+    references = _references(run_dir, config, train_seeds + valid_seeds, progress)
+    training = _graph_set(config, train_seeds, references)
+    validation = _graph_set(config, valid_seeds, references)
+
+    torch.manual_seed(config.seed)
+    policy = RegalPolicy(config.policy)
+    baseline = RegalBaseline(config.policy)
+    optimizer = torch.optim.Adam([*policy.parameters(), *baseline.parameters()], lr=config.lr)
+    state_path = run_dir / STATE_FILE
+    if resume:
+        state = torch.load(state_path, map_location="cpu", weights_only=False)
+        policy.load_state_dict(state["policy"])
+        baseline.load_state_dict(state["baseline"])
+        optimizer.load_state_dict(state["optimizer"])
+        start, best = state["epoch"] + 1, state["best_validation_ratio"]
+        history = rundir.read_metrics(run_dir, PlacementEpoch)[:start]
+    meta_base = {"objective": config.objective, "config": config.to_dict()}
+
+    def save_model(epochs: int, ratio: float) -> None:
+        meta = {**meta_base, "trained_epochs": epochs, "validation_ratio": ratio}
+        write_bytes_atomic(run_dir / MODEL_FILE, rundir.torch_bytes(regal_document(policy, meta)))
+
+    if not resume:
+        start, history = 0, []
+        best = validation_ratio(policy, config, validation)
+        save_model(0, best)
+    batches = -(-len(training) // config.batch_size)
+    for epoch in range(start, config.epochs):
+        began = time.perf_counter()
+        rng = np.random.default_rng([config.seed, epoch])
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + epoch)
+        shuffled = rng.permutation(len(training))
+        ratios, baseline_losses, entropies = [], [], []
+        for b in range(batches):
+            batch = [training[i] for i in shuffled[b * config.batch_size :][: config.batch_size]]
+            batch_ratios, baseline_loss, entropy = _update(
+                policy, baseline, optimizer, config, batch, generator
+            )
+            ratios += batch_ratios
+            baseline_losses.append(baseline_loss)
+            entropies.append(entropy)
+            if progress is not None:
+                progress(f"epoch {epoch}: mean H(G,D)/H(G,U) {np.mean(ratios):.4f}", b + 1, batches)
+        valid = validation_ratio(policy, config, validation)
+        improved = valid < best
+        if improved:
+            best = valid
+            save_model(epoch + 1, valid)
+        metrics = PlacementEpoch(
+            epoch=epoch,
+            train_ratio=float(np.mean(ratios)),
+            baseline_loss=float(np.mean(baseline_losses)),
+            entropy=float(np.mean(entropies)),
+            validation_ratio=valid,
+            best_validation_ratio=best,
+            improved=improved,
+            seconds=time.perf_counter() - began,
+        )
+        history.append(metrics)
+        state = {
+            "policy": policy.state_dict(),
+            "baseline": baseline.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "epoch": epoch,
+            "best_validation_ratio": best,
+        }
+        write_bytes_atomic(state_path, rundir.torch_bytes(state))
+        rundir.write_metrics(run_dir, history, PlacementEpoch)
+        rundir.plot_learning_curve(
+            run_dir,
+            [m.epoch for m in history],
+            {
+                "sampled action (train)": [m.train_ratio for m in history],
+                "modal action (validation)": [m.validation_ratio for m in history],
+                "standard BRKGA": [1.0] * len(history),
+            },
+            ylabel="H(G, D) / H(G, U)",
+            title=f"REGAL REINFORCE training ({config.objective})",
+        )
+        if on_epoch is not None:
+            on_epoch(metrics)
+    return history
