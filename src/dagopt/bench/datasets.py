@@ -1,6 +1,7 @@
 """Held-out benchmark graph sets (seed ranges in ``dagopt.generate.seeds``)."""
 
 from dagopt.generate import generate_layered
+from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import test_seeds
 from dagopt.graph import Graph
 
@@ -8,3 +9,8 @@ from dagopt.graph import Graph
 def layered_test_set(num_nodes: int, count: int) -> list[Graph]:
     """The first ``count`` held-out layered graphs of ``num_nodes`` nodes."""
     return [generate_layered(num_nodes, seed=seed) for seed in test_seeds(count)]
+
+
+def placement_test_set(count: int) -> list[Graph]:
+    """The first ``count`` held-out placement graphs (paper 003's sizes, 30 to 300 ops)."""
+    return [generate_placement(seed=seed) for seed in test_seeds(count)]

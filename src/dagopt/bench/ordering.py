@@ -1,15 +1,14 @@
 """Peak-memory ordering benchmark: paper 000, Table 1 (% gap from approximate DP, run time)."""
 
-import csv
-import io
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
+from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 from dagopt.schedule import Schedule, solve
 
 # Paper 000, Table 1: (% gap from approx. DP, run time [s]) on 300 test graphs (V100 / Xeon).
@@ -158,25 +157,9 @@ def markdown_table(
 
 def runs_csv(runs: list[Run]) -> str:
     """All runs as CSV text (one row per method and graph)."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(Run)])
-    writer.writeheader()
-    for r in runs:
-        writer.writerow({**asdict(r), "peak_memory": repr(r.peak_memory)})
-    return buffer.getvalue()
+    return rows_to_csv(runs, Run)
 
 
 def read_runs_csv(text: str) -> list[Run]:
     """Runs written by ``runs_csv``."""
-    proved = {"True": True, "False": False, "": None}
-    return [
-        Run(
-            size=int(row["size"]),
-            graph=row["graph"],
-            method=row["method"],
-            peak_memory=float(row["peak_memory"]),
-            seconds=float(row["seconds"]),
-            proved_optimal=proved[row["proved_optimal"]],
-        )
-        for row in csv.DictReader(io.StringIO(text))
-    ]
+    return rows_from_csv(text, Run)

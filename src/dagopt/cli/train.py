@@ -62,3 +62,96 @@ def ordering(
 
         train_ordering(run_dir, cfg, resume=resume, on_batch=on_batch, on_epoch=on_epoch)
     console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+
+
+@train_app.command()
+def placement(
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Directory of the run.")],
+    objective: Annotated[
+        str | None,
+        typer.Option(
+            help="runtime or peak-memory (a new run without --config).", show_default=False
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="JSON training config (see docs/placement.md).")
+    ] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in RUN_DIR.")] = False,
+    threads: Annotated[
+        int | None, typer.Option(min=1, help="torch CPU threads.", show_default=False)
+    ] = None,
+) -> None:
+    """REGAL policy for BRKGA's mutant distributions, REINFORCE (paper 003, section 2.3)."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    from dagopt.train.config import PlacementTrainConfig, load_config
+    from dagopt.train.placement import PlacementEpoch, train_placement
+
+    cfg = load_config(config, PlacementTrainConfig) if config is not None else None
+    if objective is not None:
+        base = cfg if cfg is not None else PlacementTrainConfig()
+        cfg = PlacementTrainConfig.from_dict({**base.to_dict(), "objective": objective})
+    if cfg is None and not resume:
+        cfg = PlacementTrainConfig()
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=err_console) as bar:
+        task = bar.add_task("preparing", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, description=stage)
+
+        def on_epoch(m: PlacementEpoch) -> None:
+            mark = " (saved model.pt)" if m.improved else ""
+            console.print(
+                f"epoch {m.epoch}: train H(G,D)/H(G,U) {m.train_ratio:.4f}, "
+                f"validation {m.validation_ratio:.4f}, best {m.best_validation_ratio:.4f}, "
+                f"entropy {m.entropy:.3f}{mark}, {m.seconds:.0f} s",
+                markup=False,
+            )
+
+        train_placement(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
+    console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+
+
+@train_app.command()
+def brkga(
+    objective: Annotated[str, typer.Option(help="runtime or peak-memory.")],
+    graphs: Annotated[int, typer.Option(min=1, help="Training graphs (seeds 0..N-1).")] = 10,
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSON file of tuned parameters.")] = Path(
+        "checkpoints/brkga-tuned.json"
+    ),
+) -> None:
+    """Tune BRKGA's hyper-parameters by grid search on training graphs (003 section 3.2)."""
+    import time
+
+    from dagopt.generate.placement import generate_placement
+    from dagopt.place.tuning import GRID, grid_search, write_tuned
+
+    began = time.perf_counter()
+    training = [generate_placement(seed=s) for s in range(graphs)]
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    with Progress(*columns, TimeElapsedColumn(), console=err_console) as bar:
+        task = bar.add_task(f"grid search ({objective})", total=None)
+        best, table = grid_search(
+            training,
+            objective,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+        )
+    ranked = sorted(table, key=lambda row: row[1])
+    meta = {
+        "graphs": f"generate_placement seeds 0..{graphs - 1}",
+        "grid": {k: list(v) for k, v in GRID.items()},
+        "mean_ratio_to_default": ranked[0][1],
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+    path = write_tuned(out, objective, best, meta)
+    for params, ratio in ranked[:5]:
+        console.print(f"{ratio:.4f}  {params}", markup=False)
+    console.print(f"best for {objective}: {best}; wrote {path}", markup=False)

@@ -6,11 +6,9 @@ existing one, and ``--resume`` reuses the saved ``config.json`` (a different con
 is an error).
 """
 
-import csv
 import io
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,6 +16,7 @@ import torch
 
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
+from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 
 CONFIG_FILE, STATE_FILE, MODEL_FILE = "config.json", "state.pt", "model.pt"
 METRICS_FILE, PLOT_FILE = "metrics.csv", "learning_curve.png"
@@ -60,24 +59,13 @@ def torch_bytes(obj: object) -> bytes:
 
 def write_metrics(run_dir: Path, history: Sequence[Any], row_type: type) -> None:
     """``history`` (dataclass rows of ``row_type``) as ``metrics.csv``, atomically."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=[f.name for f in fields(row_type)])
-    writer.writeheader()
-    writer.writerows(asdict(m) for m in history)
-    write_text_atomic(run_dir / METRICS_FILE, buffer.getvalue())
+    write_text_atomic(run_dir / METRICS_FILE, rows_to_csv(list(history), row_type))
 
 
 def read_metrics(run_dir: str | Path, row_type: type[Row]) -> list[Row]:
     """The rows of ``metrics.csv`` (none if the file does not exist yet)."""
     path = Path(run_dir) / METRICS_FILE
-    if not path.exists():
-        return []
-    types = {f.name: f.type for f in fields(row_type)}
-    rows = csv.DictReader(io.StringIO(path.read_text()))
-    return [
-        row_type(**{k: (v == "True") if types[k] is bool else types[k](v) for k, v in r.items()})
-        for r in rows
-    ]
+    return rows_from_csv(path.read_text(), row_type) if path.exists() else []
 
 
 def plot_learning_curve(

@@ -1,0 +1,109 @@
+"""Paper 003, Table 1 on held-out placement graphs: % gap from the best known solution.
+
+Example (the numbers in docs/results.md):
+
+    python benchmarks/regal_table1.py --graphs 50 --cp-time-limit 20
+
+Every method runs on the same held-out graphs (``dagopt.bench.datasets``, seeds never
+used in training or tuning) for both objectives, two 16 GiB devices and free
+transfers (003 section 3.1). The search methods get 5,000 cost-model evaluations
+(section 3.2); ``cp-sat`` runs to ``--cp-time-limit`` and joins the best known
+solution, as the paper's CP does. Each run is added to ``--out`` (CSV, rewritten
+atomically) as it finishes; rerunning resumes (``--fresh`` starts over). Prints the
+geometric-mean % gap per method beside the paper's figures, the run time per graph and
+how many times smaller REGAL's gap is than BRKGA 5k's.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress
+
+from dagopt.bench.datasets import placement_test_set
+from dagopt.bench.placement import (
+    PlacementRun,
+    gap_reduction,
+    placement_table,
+    read_runs_csv,
+    run_placement_methods,
+    runs_csv,
+    summarize_placement,
+)
+from dagopt.io.atomic import write_text_atomic
+
+METHODS = [
+    "cp-sat",
+    "gp-dfs",
+    "local-search",
+    "brkga",
+    "brkga-tuned",
+    "idrs",
+    "regal",
+    "single-device",
+]
+OBJECTIVES = ["runtime", "peak-memory"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--graphs", type=int, default=20, help="held-out graphs per objective")
+    parser.add_argument("--objectives", nargs="+", default=OBJECTIVES, choices=OBJECTIVES)
+    parser.add_argument("--methods", nargs="+", default=METHODS)
+    parser.add_argument("--cp-time-limit", type=float, default=20.0, help="cp-sat, seconds")
+    parser.add_argument("--checkpoint-dir", help="directory of the regal-<objective> runs")
+    parser.add_argument("--out", default="bench-out/regal_table1.csv", help="CSV of every run")
+    parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
+    args = parser.parse_args(argv)
+
+    def options(objective: str):
+        def for_method(method: str) -> dict:
+            if method == "cp-sat":
+                return {"time_limit": args.cp_time_limit}
+            if method in ("regal", "idrs") and args.checkpoint_dir:
+                return {"checkpoint": Path(args.checkpoint_dir) / f"regal-{objective}" / "model.pt"}
+            return {}
+
+        return for_method
+
+    out = Path(args.out)
+    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    done = [r for r in done if r.method in args.methods and r.objective in args.objectives]
+    graphs = placement_test_set(args.graphs)
+    names = {g.name for g in graphs}
+    done = [r for r in done if r.graph in names]
+    console = Console(stderr=True)
+    total = len(graphs) * len(args.methods) * len(args.objectives)
+    runs = list(done)
+    with Progress(console=console) as progress:
+        task = progress.add_task("003 table 1", total=total, completed=len(done))
+
+        def record(run: PlacementRun) -> None:
+            runs.append(run)
+            write_text_atomic(out, runs_csv(runs))
+            progress.update(task, advance=1, description=f"{run.graph} {run.method}")
+
+        for objective in args.objectives:
+            run_placement_methods(
+                graphs, args.methods, objective, options(objective), done=done, on_run=record
+            )
+    summaries = summarize_placement(runs)
+    sizes = sorted(g.num_nodes for g in graphs)
+    print(
+        f"{len(graphs)} held-out placement graphs ({sizes[0]} to {sizes[-1]} ops), 2 x 16 GiB "
+        f"devices, free transfers; cp-sat capped at {args.cp_time_limit:g} s; every run in "
+        f"{args.out}\n"
+    )
+    print(placement_table(summaries, args.methods))
+    if {"brkga", "regal"} <= set(args.methods):
+        for objective in args.objectives:
+            print(
+                f"{objective}: REGAL's gap is {gap_reduction(summaries, objective):.2f}x "
+                "smaller than BRKGA 5k's (paper: about 1.8x)"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Placement benchmark: paper 003, Table 1 (% gap from the best known solution).
+
+For every test graph the best known solution is the best cost any method reached on
+it (003 section 3.3). A method's figure is the geometric mean over the graphs of
+``cost / best``, reported as a % gap: ``100 (geomean - 1)``. A memory-infeasible
+result has no gap; the table counts such runs instead.
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dagopt.bench.timing import format_seconds
+from dagopt.graph import Graph
+from dagopt.io.csvrows import rows_from_csv, rows_to_csv
+from dagopt.objectives.placement import Devices
+from dagopt.place import place
+
+# Paper 003, Table 1: % gap from the best known solution (TF runtime, TF peak memory,
+# synthetic runtime test sets); dagopt's method names.
+PAPER_TABLE1: dict[str, tuple[float, float, float]] = {
+    "cp-sat": (1.00, 8.06, 0.00),
+    "gp-dfs": (66.98, 14.77, 93.66),
+    "local-search": (22.63, 7.24, 24.60),
+    "brkga": (20.19, 7.98, 24.63),
+    "brkga-tuned": (16.40, 7.11, 20.76),
+    "idrs": (28.60, 12.39, 39.72),
+    "regal": (11.04, 4.44, 18.57),
+}
+
+
+@dataclass(frozen=True)
+class PlacementRun:
+    """One method on one graph for one objective."""
+
+    objective: str
+    graph: str
+    nodes: int
+    method: str
+    infeasible: int
+    value: float
+    seconds: float
+    evaluations: int
+    proved_optimal: bool | None
+
+
+@dataclass(frozen=True)
+class PlacementSummary:
+    objective: str
+    method: str
+    graphs: int
+    infeasible: int
+    geomean_gap_percent: float
+    mean_seconds: float
+
+
+def run_placement_methods(
+    graphs: Iterable[Graph],
+    methods: Sequence[str],
+    objective: str,
+    options: Callable[[str], dict[str, Any]],
+    *,
+    devices: Devices | None = None,
+    seed: int = 0,
+    done: Iterable[PlacementRun] = (),
+    on_run: Callable[[PlacementRun], None] | None = None,
+) -> list[PlacementRun]:
+    """Run every method on every graph; runs already in ``done`` are kept, not repeated."""
+    runs = list(done)
+    finished = {(r.objective, r.graph, r.method) for r in runs}
+    for graph in graphs:
+        for method in methods:
+            if (objective, graph.name, method) in finished:
+                continue
+            result = place(
+                graph, method, devices=devices, objective=objective, seed=seed, **options(method)
+            )
+            run = PlacementRun(
+                objective=objective,
+                graph=graph.name,
+                nodes=graph.num_nodes,
+                method=method,
+                infeasible=result.cost[0],
+                value=result.cost[1],
+                seconds=result.seconds,
+                evaluations=result.evaluations,
+                proved_optimal=result.proved_optimal,
+            )
+            runs.append(run)
+            finished.add((objective, graph.name, method))
+            if on_run is not None:
+                on_run(run)
+    return runs
+
+
+def best_known(runs: Iterable[PlacementRun]) -> dict[tuple[str, str], float]:
+    """The smallest feasible value per ``(objective, graph)`` over every method."""
+    best: dict[tuple[str, str], float] = {}
+    for r in runs:
+        if not r.infeasible:
+            key = (r.objective, r.graph)
+            best[key] = min(best.get(key, np.inf), r.value)
+    return best
+
+
+def summarize_placement(runs: list[PlacementRun]) -> list[PlacementSummary]:
+    """Geometric-mean % gap from the best known solution, per objective and method."""
+    best = best_known(runs)
+    groups: dict[tuple[str, str], list[PlacementRun]] = {}
+    for r in runs:
+        groups.setdefault((r.objective, r.method), []).append(r)
+    summaries = []
+    for (objective, method), group in groups.items():
+        ratios = [r.value / best[(objective, r.graph)] for r in group if not r.infeasible]
+        summaries.append(
+            PlacementSummary(
+                objective=objective,
+                method=method,
+                graphs=len(group),
+                infeasible=sum(r.infeasible for r in group),
+                geomean_gap_percent=100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
+                if ratios
+                else float("nan"),
+                mean_seconds=float(np.mean([r.seconds for r in group])),
+            )
+        )
+    return summaries
+
+
+def gap_reduction(summaries: list[PlacementSummary], objective: str) -> float:
+    """How many times smaller REGAL's gap is than BRKGA 5k's (003 section 3.3: ~1.8x)."""
+    gap = {s.method: s.geomean_gap_percent for s in summaries if s.objective == objective}
+    return gap["brkga"] / gap["regal"] if gap.get("regal") else float("inf")
+
+
+def placement_table(summaries: list[PlacementSummary], methods: Sequence[str]) -> str:
+    """Markdown: per method and objective our gap, infeasible runs and time, beside 003's."""
+    objectives = list(dict.fromkeys(s.objective for s in summaries))
+    cell = {(s.objective, s.method): s for s in summaries}
+    header = ["method"]
+    for objective in objectives:
+        header += [f"{objective}: gap %", "infeasible", "time s"]
+    header += ["paper: TF runtime / TF peak / synthetic runtime"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for method in methods:
+        row = [method]
+        for objective in objectives:
+            s = cell.get((objective, method))
+            row += (
+                [f"{s.geomean_gap_percent:.2f}", str(s.infeasible), format_seconds(s.mean_seconds)]
+                if s
+                else ["-", "-", "-"]
+            )
+        paper = PAPER_TABLE1.get(method)
+        row.append(" / ".join(f"{v:.2f}" for v in paper) if paper else "-")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def runs_csv(runs: list[PlacementRun]) -> str:
+    return rows_to_csv(runs, PlacementRun)
+
+
+def read_runs_csv(text: str) -> list[PlacementRun]:
+    return rows_from_csv(text, PlacementRun)

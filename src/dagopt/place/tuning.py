@@ -1,0 +1,109 @@
+"""Tuned BRKGA (paper 003, section 3.2, baseline 5): hyper-parameters by grid search.
+
+``grid_search`` runs BRKGA with every combination of ``GRID`` on a set of training
+graphs and keeps the one with the smallest mean cost ratio to BRKGA's defaults (an
+infeasible result counts as ratio 2). ``dagopt train brkga`` writes the winners to a
+JSON file, one entry per objective; the ``brkga-tuned`` placer reads it (the shipped
+``checkpoints/brkga-tuned.json`` unless ``params`` names another file).
+"""
+
+import itertools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.objectives.placement import Devices
+from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
+from dagopt.place.brkga import BrkgaParams, outcome_result, run_brkga
+
+GRID = {
+    "population": (50, 100, 200),
+    "elite_fraction": (0.1, 0.2, 0.3),
+    "mutant_fraction": (0.1, 0.2, 0.3),
+    "elite_bias": (0.6, 0.7, 0.8),
+}
+SHIPPED_PARAMS = Path(__file__).resolve().parents[3] / "checkpoints" / "brkga-tuned.json"
+INFEASIBLE_RATIO = 2.0
+
+
+def _ratio(cost: tuple[int, float], reference: tuple[int, float]) -> float:
+    if cost[0]:
+        return INFEASIBLE_RATIO
+    return cost[1] / reference[1] if not reference[0] and reference[1] > 0 else 1.0
+
+
+def grid_search(
+    graphs: list[Graph],
+    objective: str,
+    *,
+    devices: Devices | None = None,
+    evaluations: int = BrkgaParams().evaluations,
+    grid: dict[str, tuple] = GRID,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[BrkgaParams, list[tuple[BrkgaParams, float]]]:
+    """The best ``BrkgaParams`` of ``grid`` on ``graphs``, and every setting's mean ratio."""
+    devices = devices or Devices()
+    settings = [
+        dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())
+    ]
+
+    def cost(graph: Graph, params: BrkgaParams) -> tuple[int, float]:
+        problem = PlacementProblem(graph, devices, objective)
+        return run_brkga(problem, seed=seed, params=params).cost
+
+    references = [cost(g, BrkgaParams(evaluations=evaluations)) for g in graphs]
+    table = []
+    for i, setting in enumerate(settings):
+        try:
+            params = BrkgaParams(evaluations=evaluations, **setting)
+        except InputError:  # e.g. elites + mutants fill the population
+            continue
+        ratios = [_ratio(cost(g, params), r) for g, r in zip(graphs, references, strict=True)]
+        table.append((params, float(np.mean(ratios))))
+        if progress is not None:
+            progress(i + 1, len(settings))
+    best = min(table, key=lambda row: row[1])[0]
+    return best, table
+
+
+def write_tuned(path: str | os.PathLike, objective: str, params: BrkgaParams, meta: dict) -> Path:
+    """Add (or replace) ``objective``'s tuned parameters in the JSON file at ``path``."""
+    file = Path(path)
+    document = json.loads(file.read_text()) if file.exists() else {}
+    document[objective] = {"params": asdict(params), "meta": meta}
+    return write_text_atomic(file, json.dumps(document, indent=1, sort_keys=True))
+
+
+def read_tuned(path: str | os.PathLike, objective: str) -> BrkgaParams:
+    """The tuned parameters for ``objective`` stored at ``path``."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"no tuned BRKGA parameters at {file}; run `dagopt train brkga`")
+    try:
+        entry = json.loads(file.read_text())[objective]["params"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise InputError(f"{file}: no tuned BRKGA parameters for {objective!r}") from None
+    return BrkgaParams(**entry)
+
+
+@register_placer(
+    "brkga-tuned",
+    "BRKGA with hyper-parameters from a grid search on training graphs (003 section 3.2)",
+    ("params", "evaluations"),
+)
+def brkga_tuned(
+    problem: PlacementProblem, *, seed=None, time_limit=None, params=None, evaluations=None
+) -> PlacerResult:
+    tuned = read_tuned(params if params is not None else SHIPPED_PARAMS, problem.objective)
+    if evaluations is not None:
+        tuned = BrkgaParams(**{**asdict(tuned), "evaluations": evaluations})
+    outcome = run_brkga(problem, seed=seed, params=tuned, time_limit=time_limit)
+    return outcome_result(outcome, params=asdict(tuned))
