@@ -1,13 +1,15 @@
-"""Session set-up: a small random-weight priority model stands in for the shipped one,
-so the neural solvers run in every solver test without depending on training."""
+"""Session set-up: small random-weight models stand in for the shipped ones (the
+Topoformer priority model and the REGAL policies), so the neural solvers run in every
+test without depending on training."""
 
 import os
 
 import pytest
 import torch
 
-from dagopt.nn.checkpoint import save_priority_model
+from dagopt.nn.checkpoint import save_priority_model, save_regal_policy
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
+from dagopt.nn.regal import RegalConfig, RegalPolicy
 
 TINY_ENCODER = EncoderConfig(dim=16, layers=1, heads_per_group=(1,) * 7, head_dim=8)
 
@@ -24,3 +26,23 @@ def tiny_priority_model(tmp_path_factory):
         del os.environ["DAGOPT_TOPOFORMER_CHECKPOINT"]
     else:
         os.environ["DAGOPT_TOPOFORMER_CHECKPOINT"] = previous
+
+
+TINY_REGAL = RegalConfig(hidden=8, rounds=1, mlp_layers=1)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tiny_regal_policies(tmp_path_factory):
+    """Random-weight REGAL policies for both objectives in a temporary checkpoint dir."""
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("regal")
+    for objective in ("runtime", "peak-memory"):
+        meta = {"objective": objective, "purpose": "tests"}
+        save_regal_policy(root / f"regal-{objective}" / "model.pt", RegalPolicy(TINY_REGAL), meta)
+    previous = os.environ.get("DAGOPT_REGAL_CHECKPOINT_DIR")
+    os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"] = str(root)
+    yield root
+    if previous is None:
+        del os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"]
+    else:
+        os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"] = previous

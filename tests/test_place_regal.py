@@ -1,0 +1,167 @@
+"""REGAL and IDRS placers, REGAL training, tuned BRKGA (paper 003, sections 2.3 and 3.2).
+
+The policies are the random-weight ones of ``conftest.py``: their heads start with the
+choice 1.0 most likely, so the modal action is standard BRKGA's ``beta(1, 1)``.
+"""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from dagopt.errors import InputError
+from dagopt.generate.placement import generate_placement
+from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
+from dagopt.nn.regal import RegalConfig, RegalPolicy
+from dagopt.objectives.placement import Devices
+from dagopt.place import PlacementProblem, place
+from dagopt.place.brkga import BrkgaParams, MutantDistributions
+from dagopt.place.regal import random_search
+from dagopt.place.tuning import grid_search, read_tuned, write_tuned
+from dagopt.train.config import PlacementTrainConfig, load_config
+from dagopt.train.placement import PlacementEpoch, train_placement
+from dagopt.train.rundir import MODEL_FILE, read_metrics
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return generate_placement(60, seed=21)
+
+
+@pytest.mark.parametrize("objective", ["runtime", "peak-memory"])
+def test_regal_with_uniform_modes_is_standard_brkga(graph, objective):
+    regal = place(graph, "regal", objective=objective, seed=4, evaluations=400)
+    brkga = place(graph, "brkga", objective=objective, seed=4, evaluations=400)
+    assert regal.evaluations == 400
+    assert np.array_equal(regal.device_of, brkga.device_of)
+    assert np.array_equal(regal.order, brkga.order)
+
+
+def test_sampled_actions_steer_brkga_and_are_seeded(graph):
+    runs = [place(graph, "regal", seed=5, decode="sample", evaluations=300) for _ in range(2)]
+    brkga = place(graph, "brkga", seed=5, evaluations=300)
+    assert np.array_equal(runs[0].order, runs[1].order)
+    assert runs[0].cost != brkga.cost or not np.array_equal(runs[0].order, brkga.order)
+
+
+def test_idrs_spends_its_budget_on_samples(graph):
+    result = place(graph, "idrs", seed=1, evaluations=1200)
+    assert result.evaluations == 1200
+    trace = result.info["best_by_evaluation"]
+    assert trace[-1][1:] == result.cost
+    assert place(graph, "idrs", seed=1, evaluations=1200).cost == result.cost
+
+
+def test_random_search_keeps_the_best_sample(graph):
+    problem = PlacementProblem(graph, Devices(), "runtime")
+    uniform = MutantDistributions.uniform(graph.num_nodes, 2)
+    small = random_search(problem, uniform, evaluations=10, seed=0, batch=10)
+    large = random_search(problem, uniform, evaluations=1000, seed=0, batch=10)
+    assert large.cost <= small.cost  # the first batch is the same draw
+    assert problem.evaluations == 1010
+
+
+def test_regal_errors(graph, tmp_path):
+    with pytest.raises(InputError, match="places on 2 devices, the problem has 3"):
+        place(graph, "regal", devices=Devices.homogeneous(3))
+    with pytest.raises(InputError, match="no REGAL model file"):
+        place(graph, "regal", checkpoint=tmp_path / "missing.pt")
+    with pytest.raises(InputError, match="decode must be one of"):
+        place(graph, "idrs", decode="beam")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"junk")
+    with pytest.raises(InputError, match="cannot read model file"):
+        place(graph, "regal", checkpoint=bad)
+
+
+def test_policy_file_round_trip(tmp_path, graph):
+    torch.manual_seed(1)
+    policy = RegalPolicy(RegalConfig(hidden=8, rounds=2, init_prob_one=0.3))
+    path = save_regal_policy(tmp_path / "p.pt", policy, {"objective": "runtime"})
+    loaded, meta = load_regal_policy(path)
+    assert meta == {"objective": "runtime"} and loaded.config == policy.config
+    for a, b in zip(policy.state_dict().values(), loaded.state_dict().values(), strict=True):
+        assert torch.equal(a, b)
+
+
+def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> PlacementTrainConfig:
+    return PlacementTrainConfig(
+        objective=objective,
+        policy=RegalConfig(hidden=8, rounds=1, mlp_layers=1),
+        train_graphs=4,
+        validation_graphs=2,
+        batch_size=2,
+        epochs=epochs,
+        brkga_evaluations=60,
+        lr=1e-2,
+    )
+
+
+def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
+    straight = train_placement(tmp_path / "a", tiny_training())
+
+    class Stop(Exception):
+        pass
+
+    def stop(metrics):
+        raise Stop
+
+    with pytest.raises(Stop):
+        train_placement(tmp_path / "b", tiny_training(), on_epoch=stop)
+    assert [m.epoch for m in read_metrics(tmp_path / "b", PlacementEpoch)] == [0]
+    with pytest.raises(InputError, match="pass --resume"):
+        train_placement(tmp_path / "b", tiny_training())
+    resumed = train_placement(tmp_path / "b", resume=True)
+    assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
+    states = [torch.load(tmp_path / d / "state.pt", weights_only=False) for d in "ab"]
+    for a, b in zip(states[0]["policy"].values(), states[1]["policy"].values(), strict=True):
+        assert torch.equal(a, b)
+    references = json.loads((tmp_path / "a" / "reference.json").read_text())
+    assert len(references) == 6
+    policy, meta = load_regal_policy(tmp_path / "a" / MODEL_FILE)
+    assert meta["objective"] == "peak-memory" and policy.config.hidden == 8
+    assert (tmp_path / "a" / "learning_curve.png").stat().st_size > 1000
+    # The run's model places graphs through the regal placer.
+    graph = generate_placement(30, seed=3)
+    result = place(graph, "regal", objective="peak-memory", checkpoint=tmp_path / "a" / MODEL_FILE)
+    assert result.evaluations == 5000
+
+
+def test_untrained_policy_validates_at_ratio_one(tmp_path):
+    history = train_placement(tmp_path / "r", tiny_training("runtime", epochs=1))
+    _, meta = load_regal_policy(tmp_path / "r" / MODEL_FILE)
+    assert meta["trained_epochs"] in (0, 1)
+    if meta["trained_epochs"] == 0:  # the modal action is beta(1, 1): BRKGA itself
+        assert meta["validation_ratio"] == pytest.approx(1.0)
+    assert history[0].best_validation_ratio <= 1.0
+
+
+def test_training_config_errors(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"objective": "energy"}))
+    with pytest.raises(InputError, match="unknown objective"):
+        load_config(path, PlacementTrainConfig)
+    path.write_text(json.dumps({"policy": {"width": 3}}))
+    with pytest.raises(InputError, match="unknown REGAL config key 'width'"):
+        load_config(path, PlacementTrainConfig)
+    path.write_text(json.dumps({"policy": {"hidden": 16}, "epochs": 3}))
+    config = load_config(path, PlacementTrainConfig)
+    assert config.policy.hidden == 16 and config.epochs == 3
+    assert PlacementTrainConfig.from_dict(config.to_dict()) == config
+
+
+def test_grid_search_and_tuned_placer(tmp_path):
+    graphs = [generate_placement(40, seed=s) for s in range(2)]
+    grid = {"population": (20, 40), "elite_bias": (0.6, 0.8)}
+    best, table = grid_search(graphs, "runtime", evaluations=200, grid=grid)
+    assert len(table) == 4
+    assert min(r for _, r in table) == dict((p, r) for p, r in table)[best]
+    path = write_tuned(tmp_path / "t.json", "runtime", best, {"graphs": 2})
+    write_tuned(path, "peak-memory", BrkgaParams(population=30), {})
+    assert read_tuned(path, "runtime") == best
+    result = place(graphs[0], "brkga-tuned", seed=0, params=path, evaluations=150)
+    assert result.evaluations == 150
+    assert result.info["params"]["population"] == best.population
+    with pytest.raises(InputError, match="no tuned BRKGA parameters for 'runtime'"):
+        read_tuned(write_tuned(tmp_path / "u.json", "peak-memory", best, {}), "runtime")
