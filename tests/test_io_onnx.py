@@ -12,14 +12,17 @@ import torch
 import typer
 from onnx import TensorProto, helper, numpy_helper
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 from typer.testing import CliRunner
 
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.main import _UserErrorGroup
 from dagopt.errors import InputError, OrderError
 from dagopt.io import load, read_order, write_order
+from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.onnx import OnnxGraph, read_onnx, write_onnx
 from dagopt.objectives import peak_memory
+from dagopt.objectives.runtime import estimate_runtimes
 from dagopt.schedule import solve
 
 F32 = 4  # bytes per float32 element
@@ -96,6 +99,11 @@ def with_subgraph() -> onnx.ModelProto:
     return make_model(nodes, inputs, [tensor("y", [3])], [weight])
 
 
+def load_graph(graph, tmp_path):
+    """``graph`` written as a node-link JSON file and read back."""
+    return read_graph_json(write_graph_json(graph, tmp_path / "graph.json"))
+
+
 def run_ort(path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
@@ -131,9 +139,71 @@ def test_mlp_sizes_params_and_file_order(tmp_path):
     np.testing.assert_array_equal(graph.mem, [8 * F32, 6 * F32, 6 * F32, 6 * F32, 0])
     np.testing.assert_array_equal(graph.param_mem, [0, 12 * F32, 3 * F32, 0, 0])
     assert og.param_bytes == 15 * F32
+    assert graph.node_data["flops"].tolist() == [0, 2 * 2 * 4 * 3, 0, 0, 0]  # 2 * M * K * N
     assert [tuple(e) for e in np.transpose(graph.edges)] == [(0, 1), (1, 2), (2, 3), (3, 4)]
     # the peak of the file order is while MatMul runs: its input, output and weight
     assert peak_memory(graph, np.arange(5), keep_outputs=True) == 8 * F32 + 6 * F32 + 12 * F32
+
+
+def conv_matmul() -> onnx.ModelProto:
+    """Conv (2 groups) -> batched MatMul broadcast against a 2-D weight -> Gemm (transA),
+    ConvTranspose (stride 2) on the side."""
+    rng = np.random.default_rng(0)
+
+    def init(name, *shape):
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("MatMul", ["c", "m"], ["mm"], name="matmul"),  # [2,4,5,5] @ [5,3]
+        helper.make_node("Reshape", ["mm", "shape"], ["r"], name="reshape"),
+        helper.make_node("Gemm", ["r", "g"], ["y"], name="gemm", transA=1),  # r: [60, 2]
+        helper.make_node("ConvTranspose", ["x", "t"], ["z"], name="deconv", strides=[2, 2]),
+    ]
+    inits = [
+        init("w", 4, 3, 3, 3),  # C_out 4, C_in / group = 3
+        init("m", 5, 3),
+        numpy_helper.from_array(np.array([60, 2], dtype=np.int64), "shape"),
+        init("g", 60, 7),
+        init("t", 6, 2, 3, 3),  # C_in 6, C_out / group 2
+    ]
+    outputs = [tensor("y", [2, 7]), tensor("z", [2, 2, 11, 11])]
+    return make_model(nodes, [tensor("x", [2, 6, 5, 5])], outputs, inits)
+
+
+def test_flops_of_matmul_gemm_and_convolutions(tmp_path):
+    path = save(conv_matmul(), tmp_path / "conv.onnx")
+    og = read_onnx(path)
+    flops = dict(zip(og.graph.names, og.graph.node_data["flops"].tolist(), strict=True))
+    assert flops == {
+        "x": 0,
+        "conv": 2 * (2 * 4 * 5 * 5) * 3 * 3 * 3,  # output elements * C_in/group * kernel
+        "matmul": 2 * (2 * 4 * 5) * 3 * 5,  # broadcast batch 2*4, M 5, N 3, K 5
+        "reshape": 0,
+        "gemm": 2 * 2 * 7 * 60,  # transA: A' = r.T is [2, 60]
+        "deconv": 2 * (2 * 6 * 5 * 5) * 2 * 3 * 3,  # input elements * C_out/group * kernel
+        "output": 0,
+    }
+    # the convolutions as PyTorch counts them (FLOPs depend on the shapes only)
+    x = torch.zeros(2, 6, 5, 5)
+    with FlopCounterMode(display=False) as counter:
+        nn.functional.conv2d(x, torch.zeros(4, 3, 3, 3), padding=1, groups=2)
+        nn.functional.conv_transpose2d(x, torch.zeros(6, 2, 3, 3), stride=2)
+    assert counter.get_total_flops() == flops["conv"] + flops["deconv"]
+    # read back from the graph file, then a roofline with a tiny peak: matmuls are compute-bound
+    graph = load_graph(og.graph, tmp_path)
+    np.testing.assert_array_equal(graph.node_data["flops"], og.graph.node_data["flops"])
+    runtimes = estimate_runtimes(graph, peak_flops=1.0, bandwidth=1e12)
+    gemm = graph.index_of["gemm"]
+    assert runtimes[gemm] == flops["gemm"]
+    assert runtimes[graph.index_of["reshape"]] < 1e-9
+
+
+def test_flops_need_static_shapes(tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "x"], ["y"], name="matmul")]
+    model = make_model(nodes, [tensor("x", ["n", "n"])], [tensor("y", ["n", "n"])])
+    og = read_onnx(save(model, tmp_path / "sym.onnx"), assume_size=64)
+    assert og.graph.node_data["flops"].tolist() == [0, 0, 0]
 
 
 def test_branchy_sizes_constants_and_edges(tmp_path):

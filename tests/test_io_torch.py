@@ -4,10 +4,13 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from dagopt.errors import InputError
+from dagopt.io.json import graph_from_node_link, graph_to_node_link
 from dagopt.io.torch import TorchGraph, graph_from_module
 from dagopt.objectives import peak_memory
+from dagopt.objectives.runtime import estimate_runtimes
 
 F32 = 4  # bytes per float32 element
 
@@ -242,3 +245,93 @@ def test_training_needs_a_float_output():
     with pytest.raises(InputError, match="floating-point output") as info:
         graph_from_module(Argmax(), x16(), mode="training")
     assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------------------- flops
+class ConvNet(nn.Module):
+    """Conv2d, batch norm, pooling, then a Linear layer and a matmul."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1, groups=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        y = self.bn(self.conv(x)).relu().mean((2, 3))
+        z = self.fc(y)
+        return z @ z.T
+
+
+def flops_of(tg: TorchGraph) -> dict[str, float]:
+    return dict(zip(tg.graph.names, tg.graph.node_data["flops"].tolist(), strict=True))
+
+
+def test_linear_flops_are_2_b_i_o():
+    b, i, o = 4, 16, 32
+    tg = graph_from_module(nn.Sequential(nn.Linear(i, o), nn.ReLU()), torch.randn(b, i))
+    assert tg.graph.op[1:] == ("aten.linear.default", "aten.relu.default", "output")
+    assert tg.graph.node_data["flops"].tolist() == [0, 2 * b * i * o, 0, 0]
+    # training: the forward addmm and the weight gradient's mm (x needs no gradient)
+    train = graph_from_module(nn.Linear(i, o), torch.randn(b, i), mode="training")
+    flops = train.graph.node_data["flops"]
+    by_op = {op: flops[np.array(train.graph.op) == op].tolist() for op in set(train.graph.op)}
+    assert by_op["aten.addmm.default"] == by_op["aten.mm.default"] == [2 * b * i * o]
+    assert flops.sum() == 2 * 2 * b * i * o
+
+
+def test_conv_flops_follow_the_formula():
+    x = torch.randn(2, 3, 6, 6)
+    tg = graph_from_module(ConvNet(), x)
+    flops = flops_of(tg)
+    # 2 * output elements * (C_in / groups) * kernel elements
+    assert flops["conv2d"] == 2 * (2 * 8 * 6 * 6) * 3 * 3 * 3
+    assert flops["linear"] == 2 * 2 * 8 * 5
+    assert flops["matmul"] == 2 * 2 * 5 * 2
+    assert flops["batch_norm"] == flops["relu"] == flops["mean"] == flops["x"] == 0
+
+
+def test_total_flops_match_flop_counter_mode():
+    torch.manual_seed(0)
+    model, x = ConvNet().eval(), torch.randn(2, 3, 6, 6)
+    with torch.inference_mode(), FlopCounterMode(display=False) as counter:
+        model(x)
+    tg = graph_from_module(model, x)
+    assert tg.graph.node_data["flops"].sum() == counter.get_total_flops() > 0
+    assert tg.graph.node_data["flops"].dtype == np.float64
+
+
+def test_flops_round_trip_and_make_matmuls_compute_bound():
+    tg = graph_from_module(ConvNet(), torch.randn(2, 3, 6, 6))
+    graph = graph_from_node_link(graph_to_node_link(tg.graph))
+    np.testing.assert_array_equal(graph.node_data["flops"], tg.graph.node_data["flops"])
+    fast = estimate_runtimes(graph, peak_flops=1e30, bandwidth=1e9)
+    slow = estimate_runtimes(graph, peak_flops=1.0, bandwidth=1e9)
+    linear = graph.index_of["linear"]
+    assert slow[linear] == graph.node_data["flops"][linear] > fast[linear]
+    relu = graph.index_of["relu"]
+    assert slow[relu] == fast[relu] > 0  # 0 FLOPs: memory-bound either way
+
+
+def test_cpu_attention_is_counted():
+    """FlopCounterMode counts 0 for CPU attention kernels; the importer uses its SDPA formula."""
+
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scale = nn.Parameter(torch.ones(8))
+
+        def forward(self, x):
+            q = x * self.scale
+            return nn.functional.scaled_dot_product_attention(q, q, q)
+
+    x = torch.randn(2, 4, 16, 8)
+    expected = 2 * (2 * 2 * 4 * 16 * 16 * 8)  # Q K^T and P V
+    inference = graph_from_module(Attention(), x)
+    assert inference.graph.node_data["flops"].sum() == expected
+    training = graph_from_module(Attention(), x, mode="training")
+    backward = training.graph.op.index(
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default"
+    )
+    # five matmuls of the size of one forward matmul (the scores are recomputed)
+    assert training.graph.node_data["flops"][backward] == 5 * expected / 2

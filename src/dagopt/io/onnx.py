@@ -19,7 +19,12 @@ inference. The rules (``docs/real_models.md``, section ONNX):
   memory inside their subgraphs is not modelled;
 - the ``output`` node (``mem`` 0) reads every graph output and every value nothing else
   reads, so every node is one of its ancestors: it runs last and the outputs stay alive
-  to the end, as in the PyTorch importer.
+  to the end, as in the PyTorch importer;
+- ``node_data["flops"]``: FLOPs of ``MatMul``, ``Gemm``, ``Conv`` and ``ConvTranspose``
+  from the inferred shapes (``node_flops``, the formulas of ``torch.utils.flop_counter``);
+  every other node counts 0, as in the PyTorch importer (elementwise ops are
+  memory-bound: the roofline's bytes term dominates), and so does a node whose shapes
+  are not static.
 
 ``write_onnx`` writes the model with its main-graph node list in a given order of the
 ``Graph``; everything else in the model is kept as it was.
@@ -27,7 +32,7 @@ inference. The rules (``docs/real_models.md``, section ONNX):
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +60,8 @@ PACKED_BITS = {
     if hasattr(TensorProto, name)
 }
 DEFAULT_DOMAINS = ("", "ai.onnx")
+#: The ops ``node_flops`` counts; every other op is 0 FLOPs.
+FLOP_OPS = ("MatMul", "Gemm", "Conv", "ConvTranspose")
 MAX_MESSAGE = 300
 
 
@@ -247,6 +254,52 @@ def _inner_param_bytes(node: onnx.NodeProto) -> int:
     return total
 
 
+# -------------------------------------------------------------------------------- flops
+def _static_dims(type_proto: onnx.TypeProto | None) -> tuple[int, ...] | None:
+    """The static shape of a tensor type, ``None`` unless every dimension is known."""
+    if type_proto is None or type_proto.WhichOneof("value") != "tensor_type":
+        return None
+    tensor = type_proto.tensor_type
+    if not tensor.HasField("shape"):
+        return None
+    dims = tensor.shape.dim
+    if not all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
+        return None
+    return tuple(d.dim_value for d in dims)
+
+
+def node_flops(node: onnx.NodeProto, shape: Callable[[str], tuple[int, ...] | None]) -> float:
+    """FLOPs of an ONNX node (a multiply-add is 2) given the static shape of each tensor.
+
+    - ``MatMul`` (numpy broadcasting): ``2 * numel(Y) * K``, ``K = A.shape[-1]``: every
+      output element of every broadcast batch is a length-``K`` dot product;
+    - ``Gemm``: ``2 * M * N * K`` (``K`` from ``A`` and ``transA``); ``alpha``, ``beta``
+      and ``C`` are not counted, as torch's ``addmm`` formula does not count them;
+    - ``Conv``: ``2 * numel(Y) * (C_in / group) * kernel elements``
+      (``= 2 * numel(Y) * prod(W.shape[1:])``); bias not counted;
+    - ``ConvTranspose``: ``2 * numel(X) * (C_out / group) * kernel elements``
+      (``= 2 * numel(X) * prod(W.shape[1:])``): each input element is scattered through
+      the kernel, as torch counts a transposed convolution;
+    - any other op, an op outside the default domain, or unknown shapes: 0.
+    """
+    if node.domain not in DEFAULT_DOMAINS or node.op_type not in FLOP_OPS:
+        return 0.0
+    first, second = (shape(x) if x else None for x in (*node.input, "", "")[:2])
+    out = shape(node.output[0]) if node.output and node.output[0] else None
+    if not first or second is None:
+        return 0.0
+    if node.op_type == "ConvTranspose":
+        return 2.0 * math.prod(first) * math.prod(second[1:])
+    if out is None:
+        return 0.0
+    if node.op_type == "MatMul":
+        return 2.0 * math.prod(out) * first[-1]
+    if node.op_type == "Gemm":
+        trans_a = next((a.i for a in node.attribute if a.name == "transA"), 0)
+        return 2.0 * math.prod(out) * first[0 if trans_a else -1] if len(first) == 2 else 0.0
+    return 2.0 * math.prod(out) * math.prod(second[1:])  # Conv
+
+
 # -------------------------------------------------------------------------------- graph
 def _is_constant(node: onnx.NodeProto) -> bool:
     return node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS
@@ -275,6 +328,7 @@ class _Builder:
 
     def __init__(self, graph: onnx.GraphProto, assume_size: float | None) -> None:
         self.types = {v.name: v.type for v in (*graph.input, *graph.value_info, *graph.output)}
+        self.dims = {t.name: tuple(t.dims) for t in graph.initializer}
         self.assume_size = assume_size
         self.params: dict[str, float] = dict(_parameters(graph))
         self.inner_params = 0.0
@@ -283,6 +337,7 @@ class _Builder:
         self.ops: list[str] = []
         self.mem: list[float] = []
         self.param_mem: list[float] = []
+        self.flops: list[float] = []
         self.origin: list[int | str | None] = []
         self.src: list[int] = []
         self.dst: list[int] = []
@@ -300,6 +355,12 @@ class _Builder:
             "give --assume-size BYTES (assume_size) to assume a size for such tensors"
         )
 
+    def shape(self, name: str) -> tuple[int, ...] | None:
+        """Static shape of tensor ``name`` (initializers included), ``None`` if not static."""
+        if name in self.dims:
+            return self.dims[name]
+        return _static_dims(self.types.get(name))
+
     def add(
         self,
         label: str,
@@ -308,12 +369,14 @@ class _Builder:
         reads: Iterable[str],
         mem: float,
         extra_params: float = 0.0,
+        flops: float = 0.0,
     ) -> int:
         """Append a node that reads tensors ``reads``; return its index."""
         v = len(self.labels)
         reads = set(reads)
         self.labels.append(label)
         self.ops.append(op)
+        self.flops.append(flops)
         self.origin.append(origin)
         self.mem.append(mem)
         self.param_mem.append(sum(self.params[x] for x in reads if x in self.params) + extra_params)
@@ -338,7 +401,8 @@ class _Builder:
         if _is_constant(node):
             self.params.update(dict.fromkeys(outputs, size))
             size = 0.0
-        v = self.add(label, _op_name(node), index, reads, size, inner_params)
+        flops = node_flops(node, self.shape)
+        v = self.add(label, _op_name(node), index, reads, size, inner_params, flops)
         self.producer.update(dict.fromkeys(outputs, v))
 
     def add_output(self, graph_outputs: Iterable[str]) -> None:
@@ -359,6 +423,7 @@ class _Builder:
             op=self.ops,
             names=_unique(self.labels),
             name=name,
+            node_data={"flops": np.asarray(self.flops, dtype=np.float64)},
         )
 
 

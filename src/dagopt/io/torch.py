@@ -18,7 +18,11 @@ do. The rules (``docs/real_models.md``):
 - ``param_mem``: bytes of the distinct parameter / buffer storages a node reads; a
   pure alias (creates nothing, writes nothing) reads no data and gets 0;
 - the ``output`` node (``mem`` 0) reads every graph output, and every node is one of
-  its ancestors, so outputs stay alive to the end as in PyTorch.
+  its ancestors, so outputs stay alive to the end as in PyTorch;
+- ``node_data["flops"]``: FLOPs of each ATen op by ``torch.utils.flop_counter``'s own
+  formulas (``op_flops``), from the shapes in ``meta["val"]``; the model is not run.
+  Ops without a formula (elementwise, reductions, views) count 0, as in
+  ``FlopCounterMode``: they are memory-bound and the roofline's bytes term dominates.
 """
 
 import contextlib
@@ -29,11 +33,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import torch
 from torch.export.experimental import _export_forward_backward
 from torch.export.graph_signature import InputKind
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
+from torch.utils import flop_counter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
@@ -49,6 +55,13 @@ EVAL_IDENTITIES = (
     aten.alpha_dropout.default,
     aten.feature_alpha_dropout.default,
 )
+# CPU attention kernels ``FlopCounterMode`` has no formula for (it counts 0 for a CPU
+# ``scaled_dot_product_attention``); they take the same query / key / value (and
+# grad_out) leading arguments as the fused kernels, so torch's SDPA formulas apply.
+_EXTRA_FORMULAS = {
+    aten._scaled_dot_product_flash_attention_for_cpu: flop_counter.sdpa_flop,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: flop_counter.sdpa_backward_flop,
+}
 
 
 @dataclass(frozen=True)
@@ -254,6 +267,56 @@ def _op_name(node: torch.fx.Node) -> str:
     return getattr(node.target, "__name__", str(node.target))
 
 
+def _formula(packet: torch._ops.OpOverloadPacket) -> Any:
+    """torch's FLOP formula of an op packet (called with tensors and ``out_val=``), or None."""
+    if packet in flop_counter.flop_registry:
+        return flop_counter.flop_registry[packet]
+    return _EXTRA_FORMULAS.get(packet)
+
+
+def _raw_formulas() -> dict[Any, Any]:
+    """The extra formulas as ``FlopCounterMode(custom_mapping=...)`` wants them (unwrapped)."""
+    return {packet: getattr(f, "__wrapped__", f) for packet, f in _EXTRA_FORMULAS.items()}
+
+
+def _on_meta(value: Any) -> Any:
+    """A fresh meta tensor of the same shape, strides and dtype (other values unchanged)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+
+
+def op_flops(node: torch.fx.Node) -> float:
+    """FLOPs of the ATen op of fx node ``node``, from the fake tensors in ``meta["val"]``.
+
+    An op with a formula in ``torch.utils.flop_counter.flop_registry`` (``mm``,
+    ``addmm``, ``bmm``, ``baddbmm``, ``convolution``, the SDPA kernels and their
+    backward ops...) gets that formula of its argument and output shapes, called as
+    ``FlopCounterMode`` calls it. A composite op without one (``linear``, ``conv2d``,
+    ``matmul``, ``einsum``, ``scaled_dot_product_attention``...; inference graphs keep
+    them) is decomposed on meta tensors of the same shapes under ``FlopCounterMode``,
+    which is what it counts in eager mode: nothing is computed. Any other op, and
+    every node that is not an ATen op call (inputs, ``getitem``, ``output``), counts
+    0, as in ``FlopCounterMode``.
+    """
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return 0.0
+    args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), lambda u: u.meta.get("val"))
+    formula = _formula(target._overloadpacket)
+    if formula is not None:
+        return float(formula(*args, **kwargs, out_val=node.meta.get("val")))
+    if not target.has_kernel_for_dispatch_key(torch._C.DispatchKey.CompositeImplicitAutograd):
+        return 0.0
+    args, kwargs = pytree.tree_map(_on_meta, (args, kwargs))
+    try:
+        with flop_counter.FlopCounterMode(display=False, custom_mapping=_raw_formulas()) as mode:
+            target(*args, **kwargs)
+    except (NotImplementedError, RuntimeError):  # an op without meta kernels: no count
+        return 0.0
+    return float(mode.get_total_flops())
+
+
 def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
     """Apply the node, size, alias, parameter and ordering rules of the module doc."""
     index: dict[torch.fx.Node, int] = {}
@@ -265,6 +328,7 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
     ops: list[str] = []
     mem: list[int] = []
     param_mem: list[int] = []
+    flops: list[float] = []
     src: list[int] = []
     dst: list[int] = []
     for node in gm.graph.nodes:
@@ -281,6 +345,7 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
                 src.append(index[u])
                 dst.append(v)
         created = {} if node.op == "output" else _storages(_value(node), node)
+        flops.append(op_flops(node))  # after the checks above: shapes are static
         new = {k: b for k, b in created.items() if k not in owner and k not in state}
         owner.update(dict.fromkeys(new, v))
         written = [
@@ -302,4 +367,14 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
         for u in before - {None, v}:
             src.append(u)
             dst.append(v)
-    return Graph(len(names), src, dst, mem=mem, param_mem=param_mem, op=ops, names=names, name=name)
+    return Graph(
+        len(names),
+        src,
+        dst,
+        mem=mem,
+        param_mem=param_mem,
+        op=ops,
+        names=names,
+        name=name,
+        node_data={"flops": np.asarray(flops, dtype=np.float64)},
+    )

@@ -30,10 +30,12 @@ def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> n
     """Seconds per op on one device by the roofline above (``peak_flops`` in FLOP/s,
     ``bandwidth`` in bytes/s).
 
-    FLOPs come from ``graph.node_data["flops"]`` when the graph has them. Without them
-    (the importers do not record FLOPs yet) the estimate is ``bytes(v) / bandwidth``
-    alone: every op is treated as memory-bound, which underrates compute-heavy ops
-    such as matrix multiplications.
+    FLOPs come from ``graph.node_data["flops"]``, which the PyTorch and ONNX importers
+    record (``torch.utils.flop_counter``'s formulas: matrix products, convolutions,
+    attention; every other op has 0 FLOPs and is memory-bound here). A graph without
+    them (synthetic graphs, older files) gets ``bytes(v) / bandwidth`` alone: every op
+    is treated as memory-bound, which underrates compute-heavy ops such as matrix
+    multiplications.
     """
     for what, value in (("peak_flops", peak_flops), ("bandwidth", bandwidth)):
         if not (math.isfinite(value) and value > 0):

@@ -4,9 +4,10 @@ A cached graph is the node-link JSON file ``write_graph_json`` writes, plus a ``
 record in its ``"graph"`` attributes (model, size, mode, export seconds, parameter
 bytes, versions). Files live under ``<cache>/<versions>/<name>-<size>-<mode>.json``,
 where ``<cache>`` is the ``cache_dir`` argument, else ``$DAGOPT_ZOO_CACHE``, else
-``~/.cache/dagopt/zoo``, and ``<versions>`` names the dagopt, torch and transformers
-versions: a new version of any of them exports afresh. Files are written atomically;
-an unreadable cache file is exported again and replaced.
+``~/.cache/dagopt/zoo``, and ``<versions>`` names the dagopt version, the graph format
+(``GRAPH_FORMAT``) and the torch and transformers versions: a new version of any of
+them exports afresh. Files are written atomically; an unreadable cache file is
+exported again and replaced.
 """
 
 import json
@@ -27,6 +28,9 @@ from dagopt.zoo.models import check_size, get_model
 MODES = ("inference", "training")
 #: Environment variable that overrides the default cache directory.
 CACHE_ENV = "DAGOPT_ZOO_CACHE"
+#: Version of what an exported graph holds; bump it when the importer changes what it
+#: records, so that older cache files are not read. 2: per-node ``flops``.
+GRAPH_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,8 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def versions() -> dict[str, str]:
-    """The versions a cached graph depends on: dagopt, torch and transformers."""
-    found = {"dagopt": dagopt.__version__}
+    """The versions a cached graph depends on: dagopt, the graph format, torch, transformers."""
+    found = {"dagopt": dagopt.__version__, "format": str(GRAPH_FORMAT)}
     for package in ("torch", "transformers"):
         try:
             found[package] = version(package)
