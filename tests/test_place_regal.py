@@ -165,3 +165,15 @@ def test_grid_search_and_tuned_placer(tmp_path):
     assert result.info["params"]["population"] == best.population
     with pytest.raises(InputError, match="no tuned BRKGA parameters for 'runtime'"):
         read_tuned(write_tuned(tmp_path / "u.json", "peak-memory", best, {}), "runtime")
+
+
+def test_leave_one_out_baseline_training_runs(tmp_path):
+    config = PlacementTrainConfig.from_dict(
+        {**tiny_training(epochs=1).to_dict(), "baseline": "leave-one-out", "samples_per_graph": 2}
+    )
+    history = train_placement(tmp_path / "loo", config)
+    assert len(history) == 1 and np.isfinite(history[0].train_ratio)
+    with pytest.raises(InputError, match=">= 2 with a leave-one-out baseline"):
+        PlacementTrainConfig(baseline="leave-one-out", samples_per_graph=1)
+    with pytest.raises(InputError, match="baseline must be"):
+        PlacementTrainConfig(baseline="greedy")

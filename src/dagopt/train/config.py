@@ -80,6 +80,8 @@ class PlacementTrainConfig:
     Each graph's reward is ``-H(G, D) / H(G, U)`` with BRKGA run for
     ``brkga_evaluations`` (5,000 in the paper). ``memory_gib`` is every device's memory.
     ``entropy_weight`` adds an entropy bonus (0: the paper's plain REINFORCE).
+    ``baseline`` is ``"network"`` (the paper's learned ``b(G)``) or ``"leave-one-out"``
+    (the mean reward of the other ``samples_per_graph`` samples of the same graph).
     """
 
     objective: str = "runtime"
@@ -92,6 +94,8 @@ class PlacementTrainConfig:
     lr: float = 1e-3
     grad_clip: float = 1.0
     entropy_weight: float = 0.0
+    baseline: str = "network"
+    samples_per_graph: int = 1
     brkga_evaluations: int = 5000
     seed: int = 0
 
@@ -126,6 +130,14 @@ class PlacementTrainConfig:
                 raise InputError(f"training option {name!r} must be >= 1")
         if not (self.lr > 0 and self.memory_gib > 0 and self.entropy_weight >= 0):
             raise InputError("training options need lr > 0, memory_gib > 0, entropy_weight >= 0")
+        if self.baseline not in ("network", "leave-one-out"):
+            raise InputError(
+                f"baseline must be 'network' or 'leave-one-out', got {self.baseline!r}"
+            )
+        if self.samples_per_graph < 1 or (
+            self.baseline == "leave-one-out" and self.samples_per_graph < 2
+        ):
+            raise InputError("samples_per_graph must be >= 1 (>= 2 with a leave-one-out baseline)")
         if self.train_graphs >= VALIDATION_SEED_BASE:
             raise InputError(f"train_graphs must be < {VALIDATION_SEED_BASE}")
 

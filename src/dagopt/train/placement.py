@@ -5,8 +5,12 @@ policy (a ``beta(alpha, beta)`` pair per gene), runs BRKGA with those mutant
 distributions, and rewards ``r = -H(G, D) / H(G, U)``, where ``H(G, U)`` is standard
 BRKGA's result on the same graph. A separate network predicts the scalar baseline
 ``b(G)``; the policy loss is ``-(r - b(G)) log p(D | G)`` and the baseline's
-``(r - b(G))^2``. A solution over the memory limit gets reward ``-2`` (worse than any
-feasible one, A.2); graphs on which standard BRKGA finds nothing feasible are left out.
+``(r - b(G))^2``. With ``baseline="leave-one-out"`` each graph is sampled
+``samples_per_graph`` times and an episode's baseline is the mean reward of the other
+samples of its graph (a variance reduction beyond the paper, Kool et al. 2019); the
+network is still trained and logged. A solution over the memory limit gets reward
+``-2`` (worse than any feasible one, A.2); graphs on which standard BRKGA finds nothing
+feasible are left out.
 Every BRKGA run on a graph uses the graph's seed, the one ``H(G, U)`` was computed with
 (common random numbers): the reward then differs from -1 only through ``D``.
 
@@ -158,11 +162,13 @@ def _update(
     """One REINFORCE step on ``batch``; returns the ratios, the baseline loss, the entropy."""
     policy.train()
     baseline.train()
-    inputs, ptr = batch_inputs([item.inputs for item in batch])
+    samples = config.samples_per_graph
+    episodes = [item for item in batch for _ in range(samples)]
+    inputs, ptr = batch_inputs([item.inputs for item in episodes])
     logits = policy(inputs)
     action = sample_actions(*logits, generator=generator)
     ratios = []
-    for item, graph_action in zip(batch, split_action(action, ptr), strict=True):
+    for item, graph_action in zip(episodes, split_action(action, ptr), strict=True):
         distributions = MutantDistributions(
             *action_distributions(graph_action, policy.config.choices)
         )
@@ -170,7 +176,12 @@ def _update(
         ratios.append(_ratio(cost, item.reference))
     reward = -torch.tensor(ratios, dtype=torch.float32)
     value = baseline(inputs)
-    advantage = (reward - value).detach()
+    if config.baseline == "leave-one-out":
+        grouped = reward.view(-1, samples)
+        others = (grouped.sum(1, keepdim=True) - grouped) / (samples - 1)
+        advantage = (grouped - others).view(-1)
+    else:
+        advantage = (reward - value).detach()
     log_prob = action_log_prob(*logits, action, ptr=ptr)
     entropy = action_entropy(*logits)
     baseline_loss = ((reward - value) ** 2).mean()
