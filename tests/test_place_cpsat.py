@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 
-import dagopt.place.cpsat  # noqa: F401  (registers the placer)
 from dagopt import Graph
 from dagopt.errors import InputError, SolverError
 from dagopt.generate.placement import generate_placement
@@ -195,3 +194,12 @@ def test_empty_graph():
     graph = Graph(0, [], [], mem=[], node_data={"runtime": []})
     result = place(graph, "cp-sat")
     assert result.proved_optimal and result.cost == (0, 0.0)
+
+
+def test_warm_start_from_another_placer_is_never_worse():
+    graph = generate_placement(14, seed=8)
+    warm = place(graph, "cp-sat", seed=0, time_limit=2, warm_start="brkga")
+    brkga = place(graph, "brkga", seed=0)
+    assert warm.cost <= brkga.cost
+    with pytest.raises(InputError, match="not both"):
+        place(graph, "cp-sat", warm_start="brkga", hint=(brkga.device_of, brkga.order))

@@ -47,7 +47,7 @@ from ortools.sat.python import cp_model
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import validate_order
 from dagopt.objectives.placement import placement_cost, simulate
-from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
+from dagopt.place.base import PlacementProblem, PlacerResult, get_placer, register_placer
 
 DEFAULT_TIME_LIMIT = 60.0
 EXACT_UNITS = 2**40  # most integer units an exact scale may use (times or bytes)
@@ -395,7 +395,7 @@ def _check_transfers(problem: PlacementProblem) -> None:
 @register_placer(
     "cp-sat",
     "exact placement and order by OR-Tools CP-SAT, proved optimal when it finishes (003 3.2 (7))",
-    ("num_workers", "hint"),
+    ("num_workers", "hint", "warm_start"),
 )
 def cp_sat(
     problem: PlacementProblem,
@@ -404,12 +404,15 @@ def cp_sat(
     time_limit=None,
     num_workers: int = 2,
     hint: tuple | None = None,
+    warm_start: str | None = None,
 ) -> PlacerResult:
     """Solve ``problem`` with CP-SAT for up to ``time_limit`` seconds (60 by default).
 
     ``seed`` seeds CP-SAT's search and ``num_workers`` sets its parallel workers.
     ``hint`` is a ``(device_of, order)`` to start from (e.g. another placer's answer);
-    by default CP-SAT starts from every op on the fastest device in topological order.
+    ``warm_start`` names another placer (e.g. ``"brkga"``) whose answer becomes the hint
+    (its run counts in the time); by default CP-SAT starts from every op on the fastest
+    device in topological order.
     ``proved_optimal`` is True when CP-SAT proved the exact model optimal and the
     re-simulated cost equals the model's. ``info`` holds the CP-SAT ``status``, the
     lexicographic ``objective_bound`` (no solution costs less), the ``model_cost`` of the
@@ -422,6 +425,11 @@ def cp_sat(
     if problem.graph.num_nodes == 0:
         empty = np.zeros(0, dtype=np.int64)
         return PlacerResult(empty, empty, proved_optimal=True, info={"status": "OPTIMAL"})
+    if warm_start is not None:
+        if hint is not None:
+            raise InputError("give cp-sat a hint or a warm_start method, not both")
+        start = get_placer(warm_start).fn(problem, seed=seed)
+        hint = (start.device_of, start.order)
     builder = _Builder(problem)
     builder.add_hint(*(_default_hint(problem) if hint is None else hint))
     solver = cp_model.CpSolver()
