@@ -9,9 +9,8 @@ calls (the paper fixes that budget at 5,000 evaluations, section 3.2).
 """
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from dagopt.objectives.placement import (
     simulate,
     simulate_batch,
 )
+from dagopt.registry import Registry
 
 
 @dataclass
@@ -93,46 +93,11 @@ class PlacerResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class PlacerFn(Protocol):
-    def __call__(
-        self,
-        problem: PlacementProblem,
-        *,
-        seed: int | None = None,
-        time_limit: float | None = None,
-        **options: Any,
-    ) -> PlacerResult: ...
-
-
-@dataclass(frozen=True)
-class PlacerSpec:
-    name: str
-    fn: PlacerFn
-    summary: str
-    options: tuple[str, ...] = ()
-
-
-PLACERS: dict[str, PlacerSpec] = {}
-
-
-def register_placer(name: str, summary: str, options: tuple[str, ...] = ()) -> Callable:
-    """Decorator adding a placement solver to the registry under ``name``."""
-
-    def wrap(fn: PlacerFn) -> PlacerFn:
-        if name in PLACERS:
-            raise ValueError(f"placer {name!r} registered twice")
-        PLACERS[name] = PlacerSpec(name=name, fn=fn, summary=summary, options=options)
-        return fn
-
-    return wrap
-
-
-def get_placer(name: str) -> PlacerSpec:
-    try:
-        return PLACERS[name]
-    except KeyError:
-        known = ", ".join(sorted(PLACERS))
-        raise InputError(f"unknown placement method {name!r} (known: {known})") from None
+PLACERS = Registry("placement method")
+#: Decorator adding a placer: ``@register_placer(name, summary, options)``.
+register_placer = PLACERS.register
+#: The ``MethodSpec`` of a placer name (``InputError`` if unknown).
+get_placer = PLACERS.lookup
 
 
 def place(
@@ -148,10 +113,7 @@ def place(
 ) -> Placement:
     """Run placer ``method`` on ``graph`` and return its re-simulated ``Placement``."""
     spec = get_placer(method)
-    unknown = sorted(set(options) - set(spec.options))
-    if unknown:
-        allowed = ", ".join(spec.options) or "none"
-        raise InputError(f"method {method!r} has no option {unknown[0]!r} (options: {allowed})")
+    spec.check_options(options)
     problem = PlacementProblem(graph, devices or Devices(), objective, runtimes)
     start = time.perf_counter()
     result = spec.fn(problem, seed=seed, time_limit=time_limit, **options)

@@ -6,15 +6,14 @@ bookkeeping), so every method is judged by the same objective.
 """
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
+from dagopt.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -38,47 +37,11 @@ class SolverResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-class SolverFn(Protocol):
-    def __call__(
-        self,
-        graph: Graph,
-        *,
-        seed: int | None = None,
-        time_limit: float | None = None,
-        keep_outputs: bool = False,
-        **options: Any,
-    ) -> SolverResult: ...
-
-
-@dataclass(frozen=True)
-class SolverSpec:
-    name: str
-    fn: SolverFn
-    summary: str
-    options: tuple[str, ...] = ()
-
-
-SOLVERS: dict[str, SolverSpec] = {}
-
-
-def register(name: str, summary: str, options: tuple[str, ...] = ()) -> Callable:
-    """Decorator adding an ordering solver to the registry under ``name``."""
-
-    def wrap(fn: SolverFn) -> SolverFn:
-        if name in SOLVERS:
-            raise ValueError(f"solver {name!r} registered twice")
-        SOLVERS[name] = SolverSpec(name=name, fn=fn, summary=summary, options=options)
-        return fn
-
-    return wrap
-
-
-def get_solver(name: str) -> SolverSpec:
-    try:
-        return SOLVERS[name]
-    except KeyError:
-        known = ", ".join(sorted(SOLVERS))
-        raise InputError(f"unknown method {name!r} (known: {known})") from None
+SOLVERS = Registry("method")
+#: Decorator adding an ordering solver: ``@register(name, summary, options)``.
+register = SOLVERS.register
+#: The ``MethodSpec`` of a solver name (``InputError`` if unknown).
+get_solver = SOLVERS.lookup
 
 
 def solve(
@@ -92,10 +55,7 @@ def solve(
 ) -> Schedule:
     """Run solver ``method`` on ``graph`` and return its validated, re-evaluated ``Schedule``."""
     spec = get_solver(method)
-    unknown = sorted(set(options) - set(spec.options))
-    if unknown:
-        allowed = ", ".join(spec.options) or "none"
-        raise InputError(f"method {method!r} has no option {unknown[0]!r} (options: {allowed})")
+    spec.check_options(options)
     start = time.perf_counter()
     result = spec.fn(graph, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options)
     seconds = time.perf_counter() - start
