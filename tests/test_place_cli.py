@@ -147,3 +147,25 @@ def test_memory_limit_is_reported(placement_graph):
     )
     assert result.exit_code == 0, result.output
     assert "feasible: no" in result.stdout
+
+
+def test_train_placement_command_runs_and_resumes(tmp_path):
+    config = write_json(
+        tmp_path / "c.json",
+        {
+            "policy": {"hidden": 8, "rounds": 1, "mlp_layers": 1},
+            "train_graphs": 2,
+            "validation_graphs": 1,
+            "batch_size": 2,
+            "epochs": 1,
+            "brkga_evaluations": 30,
+        },
+    )
+    run = tmp_path / "run"
+    args = ("train", "placement", "--run-dir", run, "--threads", 1)
+    result = dagopt(*args, "--config", config, "--objective", "peak-memory")
+    assert result.exit_code == 0, result.output
+    assert "epoch 0: train H(G,D)/H(G,U)" in result.stdout
+    assert json.loads((run / "config.json").read_text())["objective"] == "peak-memory"
+    assert_user_error(dagopt(*args, "--config", config), "pass --resume")
+    assert dagopt(*args, "--resume").exit_code == 0  # nothing left to train

@@ -10,36 +10,44 @@ from dagopt.cli.output import console, err_console
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
 
+RunDirOpt = Annotated[Path, typer.Option("--run-dir", help="Directory of the run.")]
+ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in RUN_DIR.")]
+ThreadsOpt = Annotated[
+    int | None, typer.Option(min=1, help="torch CPU threads.", show_default=False)
+]
+
+
+def _progress_bar() -> Progress:
+    """A progress bar on stderr: description, bar, done/total, elapsed time."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(*columns, TimeElapsedColumn(), console=err_console)
+
+
+def _set_threads(threads: int | None) -> None:
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+
 
 @train_app.command()
 def ordering(
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Directory of the run.")],
+    run_dir: RunDirOpt,
     config: Annotated[
         Path | None, typer.Option("--config", help="JSON training config (see docs/neural.md).")
     ] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in RUN_DIR.")] = False,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="torch CPU threads.", show_default=False)
-    ] = None,
+    resume: ResumeOpt = False,
+    threads: ThreadsOpt = None,
 ) -> None:
     """Topoformer ordering policy, REINFORCE with a greedy-rollout baseline (paper 000, 4.3)."""
-    import torch
-
-    if threads is not None:
-        torch.set_num_threads(threads)
+    _set_threads(threads)
     from dagopt.train.config import OrderingTrainConfig, load_config
     from dagopt.train.ordering import EpochMetrics, train_ordering
 
     cfg = load_config(config) if config is not None else None
     if cfg is None and not resume:
         cfg = OrderingTrainConfig()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err_console) as progress:
+    with _progress_bar() as progress:
         task = progress.add_task("epoch", total=None)
 
         def on_batch(epoch: int, batch: int, batches: int, mean_cost: float) -> None:
@@ -66,7 +74,7 @@ def ordering(
 
 @train_app.command()
 def placement(
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Directory of the run.")],
+    run_dir: RunDirOpt,
     objective: Annotated[
         str | None,
         typer.Option(
@@ -76,16 +84,11 @@ def placement(
     config: Annotated[
         Path | None, typer.Option("--config", help="JSON training config (see docs/placement.md).")
     ] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in RUN_DIR.")] = False,
-    threads: Annotated[
-        int | None, typer.Option(min=1, help="torch CPU threads.", show_default=False)
-    ] = None,
+    resume: ResumeOpt = False,
+    threads: ThreadsOpt = None,
 ) -> None:
     """REGAL policy for BRKGA's mutant distributions, REINFORCE (paper 003, section 2.3)."""
-    import torch
-
-    if threads is not None:
-        torch.set_num_threads(threads)
+    _set_threads(threads)
     from dagopt.train.config import PlacementTrainConfig, load_config
     from dagopt.train.placement import PlacementEpoch, train_placement
 
@@ -95,13 +98,7 @@ def placement(
         cfg = PlacementTrainConfig.from_dict({**base.to_dict(), "objective": objective})
     if cfg is None and not resume:
         cfg = PlacementTrainConfig()
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=err_console) as bar:
+    with _progress_bar() as bar:
         task = bar.add_task("preparing", total=None)
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -136,8 +133,7 @@ def brkga(
 
     began = time.perf_counter()
     training = [generate_placement(seed=s) for s in range(graphs)]
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    with Progress(*columns, TimeElapsedColumn(), console=err_console) as bar:
+    with _progress_bar() as bar:
         task = bar.add_task(f"grid search ({objective})", total=None)
         best, table = grid_search(
             training,
