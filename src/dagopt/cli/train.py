@@ -18,9 +18,10 @@ ThreadsOpt = Annotated[
 
 
 def _progress_bar() -> Progress:
-    """A progress bar on stderr: description, bar, done/total, elapsed time."""
+    """A progress bar on stderr (description, bar, done/total, elapsed time), erased when
+    done so that an error stays the only line there."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(*columns, TimeElapsedColumn(), console=err_console)
+    return Progress(*columns, TimeElapsedColumn(), console=err_console, transient=True)
 
 
 def _set_threads(threads: int | None) -> None:
