@@ -18,10 +18,17 @@ ThreadsOpt = Annotated[
 
 
 def _progress_bar() -> Progress:
-    """A progress bar on stderr (description, bar, done/total, elapsed time), erased when
-    done so that an error stays the only line there."""
+    """A progress bar on a terminal's stderr (description, bar, done/total, elapsed time),
+    erased when done so that an error stays the only line there; none when stderr is
+    not a terminal (logs get the per-epoch lines on stdout)."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(*columns, TimeElapsedColumn(), console=err_console, transient=True)
+    return Progress(
+        *columns,
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
 
 
 def _set_threads(threads: int | None) -> None:
