@@ -1,5 +1,7 @@
 """Exceptions a user can cause. Each carries a one-line message the CLI prints before exiting 2."""
 
+from dataclasses import fields
+
 
 class DagoptError(Exception):
     """Base class of every error dagopt raises for bad input or an impossible request."""
@@ -19,3 +21,12 @@ class InputError(DagoptError):
 
 class SolverError(DagoptError):
     """A solver cannot finish the request (state budget exhausted, bad option...)."""
+
+
+def reject_unknown_keys(data, dataclass_type: type, what: str) -> None:
+    """Raise ``InputError`` naming the first key of ``data`` that is not a field of
+    ``dataclass_type`` (``what`` says what the keys are, e.g. "training option")."""
+    known = {f.name for f in fields(dataclass_type)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InputError(f"unknown {what} {unknown[0]!r}")

@@ -19,7 +19,7 @@ Modules and featurisation only: the search and the training loop live elsewhere.
 """
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -27,7 +27,7 @@ from torch import nn
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
-from dagopt.errors import InputError
+from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.graph import Graph
 from dagopt.nn.features import longest_paths
 from dagopt.objectives.placement import Devices, resolve_runtimes
@@ -104,10 +104,7 @@ class RegalConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RegalConfig":
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown REGAL config key {unknown[0]!r}")
+        reject_unknown_keys(data, cls, "REGAL config key")
         return cls(**data)
 
 

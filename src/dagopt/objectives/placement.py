@@ -455,7 +455,8 @@ def simulate_batch(
     return BatchResult(makespan, peak, device_feasible, overflow)
 
 
-def _check_objective(objective: str) -> None:
+def check_objective(objective: str) -> None:
+    """Raise ``InputError`` unless ``objective`` is one of ``OBJECTIVES``."""
     if objective not in OBJECTIVES:
         raise InputError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
 
@@ -468,7 +469,7 @@ def placement_cost(result: PlacementResult, objective: str = "runtime") -> tuple
     (A.2); infeasible ones rank by the bytes by which they exceed the limits, which
     points a search towards feasibility under either objective.
     """
-    _check_objective(objective)
+    check_objective(objective)
     if not result.feasible:
         return 1, result.overflow
     value = result.makespan if objective == "runtime" else float(result.peak_memory.max())
@@ -480,7 +481,7 @@ def batch_costs(batch: BatchResult, objective: str = "runtime") -> tuple[np.ndar
 
     Rank rows best first with ``numpy.lexsort((value, infeasible))``.
     """
-    _check_objective(objective)
+    check_objective(objective)
     infeasible = (~batch.feasible).astype(np.int64)
     value = batch.makespan if objective == "runtime" else batch.peak_memory.max(axis=1)
     return infeasible, np.where(infeasible == 1, batch.overflow, value)

@@ -14,12 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.objectives.placement import (
-    OBJECTIVES,
     Devices,
     batch_costs,
+    check_objective,
     placement_cost,
     resolve_runtimes,
     simulate,
@@ -43,10 +42,7 @@ class PlacementProblem:
     evaluations: int = 0
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise InputError(
-                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
-            )
+        check_objective(self.objective)
         self.runtimes = resolve_runtimes(self.graph, self.runtimes)
 
     @property

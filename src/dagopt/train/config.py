@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagopt.errors import InputError
+from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.generate.seeds import VALIDATION_SEED_BASE
 from dagopt.nn.encoders import EncoderConfig
 from dagopt.nn.regal import RegalConfig
-from dagopt.objectives.placement import OBJECTIVES
+from dagopt.objectives.placement import check_objective
 
 
 def _small_encoder() -> EncoderConfig:
@@ -44,17 +44,11 @@ class OrderingTrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "OrderingTrainConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown training option {unknown[0]!r}")
+        reject_unknown_keys(data, cls, "training option")
         values = dict(data)
         if "encoder" in values:
             encoder = dict(values["encoder"])
-            encoder_fields = {f.name for f in dataclasses.fields(EncoderConfig)}
-            bad = sorted(set(encoder) - encoder_fields)
-            if bad:
-                raise InputError(f"unknown encoder option {bad[0]!r}")
+            reject_unknown_keys(encoder, EncoderConfig, "encoder option")
             if "heads_per_group" in encoder:
                 encoder["heads_per_group"] = tuple(encoder["heads_per_group"])
             values["encoder"] = EncoderConfig(**encoder)
@@ -104,20 +98,14 @@ class PlacementTrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "PlacementTrainConfig":
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise InputError(f"unknown training option {unknown[0]!r}")
+        reject_unknown_keys(data, cls, "training option")
         values = dict(data)
         if "policy" in values:
             values["policy"] = RegalConfig.from_dict(dict(values["policy"]))
         return cls(**values)
 
     def __post_init__(self) -> None:
-        if self.objective not in OBJECTIVES:
-            raise InputError(
-                f"unknown objective {self.objective!r}; choose one of {', '.join(OBJECTIVES)}"
-            )
+        check_objective(self.objective)
         positive = (
             "train_graphs",
             "validation_graphs",
