@@ -283,17 +283,12 @@ class RegalEncoder(nn.Module):
     rounds, with separate weights per round unless ``config.share_weights``.
     """
 
-    def __init__(
-        self,
-        config: RegalConfig,
-        node_features: int = len(REGAL_NODE_FEATURES),
-        edge_features: int = len(REGAL_EDGE_FEATURES),
-    ) -> None:
+    def __init__(self, config: RegalConfig) -> None:
         super().__init__()
         c = config
         self.config = c
-        self.embed_node = mlp(node_features, c.hidden, c.hidden, c.mlp_layers)
-        self.embed_edge = mlp(edge_features, c.hidden, c.hidden, c.mlp_layers)
+        self.embed_node = mlp(len(REGAL_NODE_FEATURES), c.hidden, c.hidden, c.mlp_layers)
+        self.embed_edge = mlp(len(REGAL_EDGE_FEATURES), c.hidden, c.hidden, c.mlp_layers)
         count = 1 if c.share_weights else c.rounds
         self.layers = nn.ModuleList(RegalLayer(c.hidden, c.mlp_layers) for _ in range(count))
 
@@ -315,16 +310,11 @@ class RegalPolicy(nn.Module):
     not a choice), so the untrained policy leans towards standard BRKGA's ``beta(1, 1)``.
     """
 
-    def __init__(
-        self,
-        config: RegalConfig,
-        node_features: int = len(REGAL_NODE_FEATURES),
-        edge_features: int = len(REGAL_EDGE_FEATURES),
-    ) -> None:
+    def __init__(self, config: RegalConfig) -> None:
         super().__init__()
         c = config
         self.config = c
-        self.encoder = RegalEncoder(c, node_features, edge_features)
+        self.encoder = RegalEncoder(c)
         genes, width = c.num_devices + 1, len(c.choices)
         self.alpha_heads = nn.ModuleList(
             mlp(c.hidden, c.hidden, width, c.mlp_layers) for _ in range(genes)
@@ -356,18 +346,11 @@ class RegalBaseline(nn.Module):
     mutants, section 2.3), so the first advantages are small.
     """
 
-    def __init__(
-        self,
-        config: RegalConfig,
-        node_features: int = len(REGAL_NODE_FEATURES),
-        edge_features: int = len(REGAL_EDGE_FEATURES),
-        *,
-        initial: float = -1.0,
-    ) -> None:
+    def __init__(self, config: RegalConfig, *, initial: float = -1.0) -> None:
         super().__init__()
         c = config
         self.config = c
-        self.encoder = RegalEncoder(c, node_features, edge_features)
+        self.encoder = RegalEncoder(c)
         self.node_head = mlp(c.hidden, c.hidden, c.hidden, c.mlp_layers)
         self.graph_head = mlp(c.hidden, c.hidden, 1, c.mlp_layers)
         nn.init.constant_(self.graph_head[-1].bias, initial)
