@@ -178,15 +178,8 @@ def _packed_bytes(elem_type: int, dims: Iterable[int]) -> int | None:
 
 def _static_bytes(type_proto: onnx.TypeProto) -> int | None:
     """Bytes of a tensor of this type, ``None`` unless its element type and shape are static."""
-    if type_proto.WhichOneof("value") != "tensor_type":
-        return None
-    tensor = type_proto.tensor_type
-    if not tensor.HasField("shape"):
-        return None
-    dims = tensor.shape.dim
-    if not all(d.HasField("dim_value") and d.dim_value >= 0 for d in dims):
-        return None
-    return _packed_bytes(tensor.elem_type, (d.dim_value for d in dims))
+    dims = _static_dims(type_proto)
+    return None if dims is None else _packed_bytes(type_proto.tensor_type.elem_type, dims)
 
 
 def _describe(type_proto: onnx.TypeProto | None) -> str:
