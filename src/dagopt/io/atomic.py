@@ -25,3 +25,14 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+def write_torch_atomic(path: str | os.PathLike, obj: object) -> Path:
+    """``torch.save(obj)`` to ``path``, atomically (model files, training state)."""
+    import io
+
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return write_bytes_atomic(path, buffer.getvalue())

@@ -6,7 +6,6 @@ A priority-model file is a ``torch.save`` dict ``{"format", "version", "config",
 """
 
 import dataclasses
-import io
 import os
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import torch
 
 from dagopt.errors import InputError
-from dagopt.io.atomic import write_bytes_atomic
+from dagopt.io.atomic import write_torch_atomic
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.regal import RegalConfig, RegalPolicy
 
@@ -50,9 +49,7 @@ def model_from_document(document: Any, *, source: str = "checkpoint") -> Priorit
 
 def save_priority_model(path: str | os.PathLike, model: PriorityModel, meta: dict) -> Path:
     """Write ``model`` and ``meta`` to ``path`` atomically."""
-    buffer = io.BytesIO()
-    torch.save(model_document(model, meta), buffer)
-    return write_bytes_atomic(path, buffer.getvalue())
+    return write_torch_atomic(path, model_document(model, meta))
 
 
 def _read_document(path: str | os.PathLike) -> tuple[Path, Any]:
@@ -84,9 +81,7 @@ def regal_document(policy: RegalPolicy, meta: dict[str, Any]) -> dict[str, Any]:
 
 def save_regal_policy(path: str | os.PathLike, policy: RegalPolicy, meta: dict) -> Path:
     """Write a REGAL policy and ``meta`` to ``path`` atomically."""
-    buffer = io.BytesIO()
-    torch.save(regal_document(policy, meta), buffer)
-    return write_bytes_atomic(path, buffer.getvalue())
+    return write_torch_atomic(path, regal_document(policy, meta))
 
 
 def load_regal_policy(path: str | os.PathLike) -> tuple[RegalPolicy, dict]:

@@ -22,14 +22,13 @@ import torch
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
-from dagopt.io.atomic import write_bytes_atomic
-from dagopt.nn.checkpoint import model_document
+from dagopt.nn.checkpoint import save_priority_model
 from dagopt.nn.encoders import PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.train import rundir
 from dagopt.train.config import OrderingTrainConfig
 from dagopt.train.reinforce import greedy_cost, reinforce_loss
-from dagopt.train.rundir import MODEL_FILE, STATE_FILE
+from dagopt.train.rundir import MODEL_FILE
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,6 @@ def train_ordering(
 ) -> list[EpochMetrics]:
     """Train (or, with ``resume``, continue training) in ``run_dir``; returns the history."""
     run_dir = Path(run_dir)
-    state_path = run_dir / STATE_FILE
     config = rundir.open_run(
         run_dir,
         config,
@@ -86,7 +84,7 @@ def train_ordering(
         graph = generate_layered(config.graph_nodes, seed=s)
         validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
     if resume:
-        state = torch.load(state_path, map_location="cpu", weights_only=False)
+        state = rundir.load_state(run_dir)
         policy.load_state_dict(state["policy"])
         baseline.load_state_dict(state["baseline"])
         optimizer.load_state_dict(state["optimizer"])
@@ -150,18 +148,17 @@ def train_ordering(
             "epoch": epoch,
             "baseline_validation_cost": baseline_validation,
         }
-        write_bytes_atomic(state_path, rundir.torch_bytes(state))
         meta = {
             "trained_epochs": epoch + 1,
             "validation_cost": baseline_validation,
             "config": config.to_dict(),
         }
-        write_bytes_atomic(run_dir / MODEL_FILE, rundir.torch_bytes(model_document(baseline, meta)))
-        rundir.write_metrics(run_dir, history, EpochMetrics)
-        epochs = [m.epoch for m in history]
-        rundir.plot_learning_curve(
+        save_priority_model(run_dir / MODEL_FILE, baseline, meta)
+        rundir.end_epoch(
             run_dir,
-            epochs,
+            state,
+            history,
+            EpochMetrics,
             {
                 "sampled order (train)": [m.train_cost for m in history],
                 "greedy (validation)": [m.validation_cost for m in history],

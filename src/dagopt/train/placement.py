@@ -33,9 +33,10 @@ import torch
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.graph import Graph
-from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
-from dagopt.nn.checkpoint import regal_document
+from dagopt.io.atomic import write_text_atomic
+from dagopt.nn.checkpoint import save_regal_policy
 from dagopt.nn.regal import (
+    RegalAction,
     RegalBaseline,
     RegalInputs,
     RegalPolicy,
@@ -52,7 +53,7 @@ from dagopt.place.base import PlacementProblem
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.train import rundir
 from dagopt.train.config import PlacementTrainConfig
-from dagopt.train.rundir import MODEL_FILE, STATE_FILE
+from dagopt.train.rundir import MODEL_FILE
 
 REFERENCE_FILE = "reference.json"
 INFEASIBLE_REWARD = -2.0
@@ -100,8 +101,19 @@ def _ratio(cost: tuple[int, float], reference: float) -> float:
     return -INFEASIBLE_REWARD if cost[0] else cost[1] / reference
 
 
+def _episode_ratio(
+    config: PlacementTrainConfig, item: TrainingGraph, action: RegalAction, choices
+) -> float:
+    """``H(G, D) / H(G, U)`` of BRKGA with the mutant distributions ``action`` picks."""
+    distributions = MutantDistributions(*action_distributions(action, choices))
+    return _ratio(_brkga_cost(config, item.graph, item.seed, distributions), item.reference)
+
+
 def _references(
-    run_dir: Path, config: PlacementTrainConfig, seeds: list[int], progress: Progress | None
+    run_dir: Path,
+    config: PlacementTrainConfig,
+    graphs: dict[int, Graph],
+    progress: Progress | None,
 ) -> dict[int, float | None]:
     """``H(G, U)`` per graph seed (``None``: nothing feasible), cached in ``reference.json``.
 
@@ -109,9 +121,9 @@ def _references(
     """
     path = run_dir / REFERENCE_FILE
     known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
-    missing = [s for s in seeds if s not in known]
+    missing = [s for s in graphs if s not in known]
     for i, seed in enumerate(missing):
-        cost = _brkga_cost(config, generate_placement(seed=seed), seed)
+        cost = _brkga_cost(config, graphs[seed], seed)
         known[seed] = None if cost[0] else cost[1]
         if (i + 1) % 50 == 0 or i + 1 == len(missing):
             write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
@@ -121,17 +133,18 @@ def _references(
 
 
 def _graph_set(
-    config: PlacementTrainConfig, seeds: list[int], references: dict[int, float | None]
+    config: PlacementTrainConfig,
+    seeds: list[int],
+    graphs: dict[int, Graph],
+    references: dict[int, float | None],
 ) -> list[TrainingGraph]:
+    """The graphs of ``seeds`` with a feasible reference, featurised."""
     devices = _devices(config)
-    graphs = []
-    for seed in seeds:
-        if references[seed] is None:
-            continue
-        graph = generate_placement(seed=seed)
-        inputs = regal_inputs(graph, None, devices)
-        graphs.append(TrainingGraph(seed, graph, inputs, references[seed]))
-    return graphs
+    return [
+        TrainingGraph(s, graphs[s], regal_inputs(graphs[s], None, devices), references[s])
+        for s in seeds
+        if references[s] is not None
+    ]
 
 
 def validation_ratio(
@@ -143,11 +156,7 @@ def validation_ratio(
     with torch.inference_mode():
         for item in graphs:
             action = sample_actions(*policy(item.inputs), greedy=True)
-            distributions = MutantDistributions(
-                *action_distributions(action, policy.config.choices)
-            )
-            cost = _brkga_cost(config, item.graph, item.seed, distributions)
-            ratios.append(_ratio(cost, item.reference))
+            ratios.append(_episode_ratio(config, item, action, policy.config.choices))
     return float(np.mean(ratios))
 
 
@@ -167,13 +176,10 @@ def _update(
     inputs, ptr = batch_inputs([item.inputs for item in episodes])
     logits = policy(inputs)
     action = sample_actions(*logits, generator=generator)
-    ratios = []
-    for item, graph_action in zip(episodes, split_action(action, ptr), strict=True):
-        distributions = MutantDistributions(
-            *action_distributions(graph_action, policy.config.choices)
-        )
-        cost = _brkga_cost(config, item.graph, item.seed, distributions)
-        ratios.append(_ratio(cost, item.reference))
+    ratios = [
+        _episode_ratio(config, item, graph_action, policy.config.choices)
+        for item, graph_action in zip(episodes, split_action(action, ptr), strict=True)
+    ]
     reward = -torch.tensor(ratios, dtype=torch.float32)
     value = baseline(inputs)
     if config.baseline == "leave-one-out":
@@ -217,29 +223,29 @@ def train_placement(
     )
     train_seeds = list(range(config.train_graphs))
     valid_seeds = validation_seeds(config.validation_graphs)
-    references = _references(run_dir, config, train_seeds + valid_seeds, progress)
-    training = _graph_set(config, train_seeds, references)
-    validation = _graph_set(config, valid_seeds, references)
+    graphs = {s: generate_placement(seed=s) for s in train_seeds + valid_seeds}
+    references = _references(run_dir, config, graphs, progress)
+    training = _graph_set(config, train_seeds, graphs, references)
+    validation = _graph_set(config, valid_seeds, graphs, references)
 
     torch.manual_seed(config.seed)
     policy = RegalPolicy(config.policy)
     baseline = RegalBaseline(config.policy)
     optimizer = torch.optim.Adam([*policy.parameters(), *baseline.parameters()], lr=config.lr)
-    state_path = run_dir / STATE_FILE
+    meta_base = {"objective": config.objective, "config": config.to_dict()}
+
+    def save_model(epochs: int, ratio: float) -> None:
+        meta = {**meta_base, "trained_epochs": epochs, "validation_ratio": ratio}
+        save_regal_policy(run_dir / MODEL_FILE, policy, meta)
+
     if resume:
-        state = torch.load(state_path, map_location="cpu", weights_only=False)
+        state = rundir.load_state(run_dir)
         policy.load_state_dict(state["policy"])
         baseline.load_state_dict(state["baseline"])
         optimizer.load_state_dict(state["optimizer"])
         start, best = state["epoch"] + 1, state["best_validation_ratio"]
         history = rundir.read_metrics(run_dir, PlacementEpoch)[:start]
-    meta_base = {"objective": config.objective, "config": config.to_dict()}
-
-    def save_model(epochs: int, ratio: float) -> None:
-        meta = {**meta_base, "trained_epochs": epochs, "validation_ratio": ratio}
-        write_bytes_atomic(run_dir / MODEL_FILE, rundir.torch_bytes(regal_document(policy, meta)))
-
-    if not resume:
+    else:
         start, history = 0, []
         best = validation_ratio(policy, config, validation)
         save_model(0, best)
@@ -283,11 +289,11 @@ def train_placement(
             "epoch": epoch,
             "best_validation_ratio": best,
         }
-        write_bytes_atomic(state_path, rundir.torch_bytes(state))
-        rundir.write_metrics(run_dir, history, PlacementEpoch)
-        rundir.plot_learning_curve(
+        rundir.end_epoch(
             run_dir,
-            [m.epoch for m in history],
+            state,
+            history,
+            PlacementEpoch,
             {
                 "sampled action (train)": [m.train_ratio for m in history],
                 "modal action (validation)": [m.validation_ratio for m in history],

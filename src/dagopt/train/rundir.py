@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import torch
 
 from dagopt.errors import InputError
-from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
+from dagopt.io.atomic import write_bytes_atomic, write_text_atomic, write_torch_atomic
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 
 CONFIG_FILE, STATE_FILE, MODEL_FILE = "config.json", "state.pt", "model.pt"
@@ -50,11 +50,26 @@ def open_run(
     return config
 
 
-def torch_bytes(obj: object) -> bytes:
-    """``torch.save`` output as bytes (for atomic writes)."""
-    buffer = io.BytesIO()
-    torch.save(obj, buffer)
-    return buffer.getvalue()
+def load_state(run_dir: Path) -> dict[str, Any]:
+    """The resume point ``state.pt`` of a run."""
+    return torch.load(run_dir / STATE_FILE, map_location="cpu", weights_only=False)
+
+
+def end_epoch(
+    run_dir: Path,
+    state: dict[str, Any],
+    history: Sequence[Any],
+    row_type: type,
+    curves: dict[str, list[float]],
+    *,
+    ylabel: str,
+    title: str,
+) -> None:
+    """After an epoch: ``state.pt``, ``metrics.csv`` and ``learning_curve.png``, atomically."""
+    write_torch_atomic(run_dir / STATE_FILE, state)
+    write_metrics(run_dir, history, row_type)
+    epochs = [m.epoch for m in history]
+    plot_learning_curve(run_dir, epochs, curves, ylabel=ylabel, title=title)
 
 
 def write_metrics(run_dir: Path, history: Sequence[Any], row_type: type) -> None:
