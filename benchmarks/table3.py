@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.schedule import solve
 from dagopt.train.config import OrderingTrainConfig
 from dagopt.train.ordering import MODEL_FILE, STATE_FILE, train_ordering
@@ -75,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.test_nodes:
         header += [f"{size}: gap % (95% CI)", f"{size}: time s"]
     header.append("paper beam gap % 500 / 1000")
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+    print(markdown_row(header))
+    print(markdown_rule("l" * len(header)))
     tests = {size: layered_test_set(size, args.graphs) for size in args.test_nodes}
     refs = {
         size: [solve(g, "approx-dp", beam_width=widths[size]).peak_memory for g in graphs]
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 row += [mean_ci(gaps), f"{np.mean([r.seconds for r in runs]):.3g}"]
             paper = PAPER_BEAM_GAP[kind]
             row.append(f"{paper[0]} / {paper[1]}" if decoder.endswith("beam") else "")
-            print("| " + " | ".join(row) + " |")
+            print(markdown_row(row))
     return 0
 
 

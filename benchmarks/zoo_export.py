@@ -13,6 +13,7 @@ import argparse
 import sys
 import tempfile
 
+from dagopt.bench.markdown import markdown_row
 from dagopt.zoo import MODELS, SIZES, export_zoo, get_model, model_names
 
 MODES = ("inference", "training")
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                     cells += [f"{result.graph.num_nodes:,}", f"{result.seconds:.1f}"]
                 megabytes = result.param_bytes / 1e6
                 row = [name, size, model.inputs[size], *cells, f"{megabytes:.1f}"]
-                print("| " + " | ".join(row) + " |", flush=True)
+                print(markdown_row(row), flush=True)
     return 0
 
 

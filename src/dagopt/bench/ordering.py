@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
@@ -140,7 +141,7 @@ def markdown_table(
     header = ["method"]
     for size in sizes:
         header += [f"{size}: gap %", f"{size}: time s", f"{size}: paper gap % / time s"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [markdown_row(header), markdown_rule("l" * len(header))]
     for method in methods:
         row = [method]
         for size in sizes:
@@ -151,7 +152,7 @@ def markdown_table(
                 format_seconds(ours.mean_seconds) if ours else "-",
                 f"{theirs[0]:.2f} / {format_seconds(theirs[1])}" if theirs else "-",
             ]
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append(markdown_row(row))
     return "\n".join(lines) + "\n"
 
 

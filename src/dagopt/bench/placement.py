@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
@@ -146,7 +147,7 @@ def placement_table(summaries: list[PlacementSummary], methods: Sequence[str]) -
     for objective in objectives:
         header += [f"{objective}: gap %", "graphs (infeasible)", "time s"]
     header += ["paper: TF runtime / TF peak / synthetic runtime"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = [markdown_row(header), markdown_rule("l" * len(header))]
     for method in methods:
         row = [method]
         for objective in objectives:
@@ -162,7 +163,7 @@ def placement_table(summaries: list[PlacementSummary], methods: Sequence[str]) -
             )
         paper = PAPER_TABLE1.get(method)
         row.append(" / ".join(f"{v:.2f}" for v in paper) if paper else "-")
-        lines.append("| " + " | ".join(row) + " |")
+        lines.append(markdown_row(row))
     return "\n".join(lines) + "\n"
 
 

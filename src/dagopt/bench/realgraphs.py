@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, run_methods
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
@@ -172,10 +173,6 @@ def summarize_buckets(
     return summaries
 
 
-def _row(cells: Iterable[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def bucket_table(summaries: list[BucketSummary]) -> str:
     """Markdown: one row per method; per bucket the mean % vs traced, % vs approx-dp, time."""
     buckets = list(dict.fromkeys(s.bucket for s in summaries))
@@ -186,7 +183,7 @@ def bucket_table(summaries: list[BucketSummary]) -> str:
     for bucket in buckets:
         label = f"{bucket} (n={count[bucket]})"
         header += [f"{label}: % vs traced", f"% vs {REFERENCE}", "time s"]
-    lines = [_row(header), "|---|" + "---:|" * (len(header) - 1)]
+    lines = [markdown_row(header), markdown_rule("l" + "r" * (len(header) - 1))]
     for method in methods:
         row = [method]
         for bucket in buckets:
@@ -196,7 +193,7 @@ def bucket_table(summaries: list[BucketSummary]) -> str:
                 continue
             time = "-" if method == TRACED else format_seconds(s.mean_seconds)
             row += [f"{s.vs_traced_percent:.2f}", f"{s.vs_reference_percent:.2f}", time]
-        lines.append(_row(row))
+        lines.append(markdown_row(row))
     return "\n".join(lines) + "\n"
 
 
@@ -206,14 +203,14 @@ def graph_table(results: list[GraphResult], methods: Sequence[str]) -> str:
     solvers = [m for m in methods if m != TRACED]
     header = ["graph", "nodes", "traced MB", *(f"{m} % / s" for m in solvers)]
     header += ["best dagopt", f"<= {PEER}"]
-    lines = [_row(header), "|---|" + "---:|" * (len(header) - 3) + "---|---|"]
+    lines = [markdown_row(header), markdown_rule("l" + "r" * (len(header) - 3) + "ll")]
     for result in results:
         row = [result.graph, f"{result.nodes:,}", f"{result.runs[TRACED].peak_memory / 1e6:.2f}"]
         for method in solvers:
             run = result.runs[method]
             row.append(f"{result.change(method):.2f} / {format_seconds(run.seconds)}")
         row += [result.best_dagopt.method, "yes" if result.matches_peer else "NO"]
-        lines.append(_row(row))
+        lines.append(markdown_row(row))
     return "\n".join(lines) + "\n"
 
 
@@ -334,10 +331,10 @@ def measurement_table(measurements: list[Measurement]) -> str:
         "measured change %",
         "lower",
     ]
-    lines = [_row(header), "|---|---:|---|" + "---:|" * 7 + "---|"]
+    lines = [markdown_row(header), markdown_rule("lrl" + "r" * 7 + "l")]
     for m in measurements:
         lines.append(
-            _row(
+            markdown_row(
                 [
                     m.graph,
                     f"{m.nodes:,}",
