@@ -2,8 +2,6 @@
 Topoformer priority model and the REGAL policies), so the neural solvers run in every
 test without depending on training."""
 
-import os
-
 import pytest
 import torch
 
@@ -19,13 +17,9 @@ def tiny_priority_model(tmp_path_factory):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("model") / "tiny.pt"
     save_priority_model(path, PriorityModel(TINY_ENCODER), meta={"purpose": "tests"})
-    previous = os.environ.get("DAGOPT_TOPOFORMER_CHECKPOINT")
-    os.environ["DAGOPT_TOPOFORMER_CHECKPOINT"] = str(path)
-    yield path
-    if previous is None:
-        del os.environ["DAGOPT_TOPOFORMER_CHECKPOINT"]
-    else:
-        os.environ["DAGOPT_TOPOFORMER_CHECKPOINT"] = previous
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGOPT_TOPOFORMER_CHECKPOINT", str(path))
+        yield path
 
 
 TINY_REGAL = RegalConfig(hidden=8, rounds=1, mlp_layers=1)
@@ -39,10 +33,6 @@ def tiny_regal_policies(tmp_path_factory):
     for objective in ("runtime", "peak-memory"):
         meta = {"objective": objective, "purpose": "tests"}
         save_regal_policy(root / f"regal-{objective}" / "model.pt", RegalPolicy(TINY_REGAL), meta)
-    previous = os.environ.get("DAGOPT_REGAL_CHECKPOINT_DIR")
-    os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"] = str(root)
-    yield root
-    if previous is None:
-        del os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"]
-    else:
-        os.environ["DAGOPT_REGAL_CHECKPOINT_DIR"] = previous
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DAGOPT_REGAL_CHECKPOINT_DIR", str(root))
+        yield root
