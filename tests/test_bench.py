@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from dagopt.bench.datasets import layered_test_set
@@ -9,6 +10,14 @@ from dagopt.bench.ordering import (
     runs_csv,
     summarize,
 )
+from dagopt.bench.placement import (
+    PlacementRun,
+    gap_reduction,
+    placement_table,
+    summarize_placement,
+)
+from dagopt.bench.placement import read_runs_csv as read_placement_runs
+from dagopt.bench.placement import runs_csv as placement_runs_csv
 from dagopt.generate.seeds import TEST_SEED_BASE, VALIDATION_SEED_BASE
 
 
@@ -50,3 +59,27 @@ def test_run_csv_keeps_float_peaks_exactly():
         size=1, graph="g", method="m", peak_memory=0.1 + 0.2, seconds=1.5, proved_optimal=None
     )
     assert read_runs_csv(runs_csv([run])) == [run]
+
+
+def placement_run(graph: str, method: str, value: float, infeasible: int = 0) -> PlacementRun:
+    return PlacementRun("runtime", graph, 10, method, infeasible, value, 0.5, 5000, None)
+
+
+def test_placement_gaps_are_geometric_means_from_the_best_known():
+    runs = [
+        placement_run("a", "brkga", 2.0),
+        placement_run("a", "regal", 1.0),
+        placement_run("b", "brkga", 3.0),
+        placement_run("b", "regal", 3.0 * 1.21),
+        placement_run("b", "gp-dfs", 9e9, infeasible=1),
+    ]
+    gaps = {s.method: s for s in summarize_placement(runs)}
+    assert gaps["regal"].geomean_gap_percent == pytest.approx(10.0)  # sqrt(1 * 1.21) - 1
+    assert gaps["brkga"].geomean_gap_percent == pytest.approx(100 * (2**0.5 - 1))
+    assert gaps["gp-dfs"].infeasible == 1 and np.isnan(gaps["gp-dfs"].geomean_gap_percent)
+    assert gap_reduction(list(gaps.values()), "runtime") == pytest.approx(
+        gaps["brkga"].geomean_gap_percent / 10.0
+    )
+    table = placement_table(list(gaps.values()), ["brkga", "regal", "gp-dfs"])
+    assert "| regal | 10.00 | 2 (0) |" in table and "| gp-dfs | nan | 1 (1) |" in table
+    assert read_placement_runs(placement_runs_csv(runs)) == runs

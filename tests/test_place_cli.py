@@ -121,7 +121,7 @@ def test_placement_with_a_bad_order(placement_graph, tmp_path):
     devices = {str(v): 0 for v in range(graph.num_nodes)}
     reversed_order = list(range(graph.num_nodes))[::-1]
     path = write_json(tmp_path / "bad.json", {"devices": devices, "order": reversed_order})
-    assert_user_error(dagopt("evaluate-placement", placement_graph, path), "")
+    assert_user_error(dagopt("evaluate-placement", placement_graph, path), "before its predecessor")
     path = write_json(tmp_path / "bad2.json", {"devices": devices, "order": [0, "x"]})
     assert_user_error(dagopt("evaluate-placement", placement_graph, path), "node 'x'")
 
