@@ -168,3 +168,25 @@ def test_every_model_exports_within_budget(tmp_path, record_property, name, mode
     assert result.seconds <= EXPORT_BUDGET_S
     src, dst = result.graph.edges
     assert np.all(src < dst)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name, mode", [("gpt2", "inference"), ("bert-base", "inference"), ("gpt2", "training")]
+)
+def test_zoo_flops_equal_flop_counter_mode(tmp_path, name, mode):
+    """The importer's FLOPs (docs/real_models.md) total what torch's FlopCounterMode counts
+    for the same forward (training: forward and backward of the summed output)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    graph = export_zoo(name, mode=mode, cache_dir=tmp_path).graph
+    module, inputs = get_model(name).build("small")
+    with FlopCounterMode(display=False) as counter:
+        if mode == "inference":
+            with torch.no_grad():
+                module(*inputs)
+        else:
+            module.train()
+            module(*inputs).sum().backward()
+    assert graph.node_data["flops"].sum() == counter.get_total_flops() > 0
