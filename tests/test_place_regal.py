@@ -85,6 +85,10 @@ def test_policy_file_round_trip(tmp_path, graph):
         assert torch.equal(a, b)
 
 
+class Stop(Exception):
+    """Raised from a training callback to interrupt a run."""
+
+
 def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> PlacementTrainConfig:
     return PlacementTrainConfig(
         objective=objective,
@@ -100,9 +104,6 @@ def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> PlacementT
 
 def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
     straight = train_placement(tmp_path / "a", tiny_training())
-
-    class Stop(Exception):
-        pass
 
     def stop(metrics):
         raise Stop
@@ -131,9 +132,6 @@ def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
 def test_untrained_policy_validates_at_ratio_one(tmp_path):
     """The untrained policy's modal action is beta(1, 1) everywhere: BRKGA itself, with
     the reference's seed, so the model saved before training validates at exactly 1."""
-
-    class Stop(Exception):
-        pass
 
     def stop_at_first_batch(stage, done, total):
         if stage.startswith("epoch"):
