@@ -22,8 +22,10 @@ from dagopt.nn.regal import (
     action_entropy,
     action_log_prob,
     batch_inputs,
+    key_log_likelihood,
     regal_inputs,
     sample_actions,
+    sample_keys,
     split_action,
 )
 from dagopt.objectives.placement import Devices
@@ -261,3 +263,53 @@ def test_runtimes_are_validated():
     assert torch.equal(regal_inputs(graph, None, Devices()).x, featurise(graph).x)
     with pytest.raises(InputError):
         regal_inputs(graph, np.array([1.0, -1.0, 1.0]), Devices())
+
+
+def test_key_log_likelihood_is_the_beta_mixture():
+    """Two ops with two genes each: the mixture density checked against scipy's beta
+    pdf summed over every (alpha, beta) pair by hand."""
+    from scipy.stats import beta as beta_dist
+
+    generator = torch.Generator().manual_seed(0)
+    choices = (0.5, 1.0, 4.0)
+    logits_a = torch.randn(2, 2, 3, generator=generator)
+    logits_b = torch.randn(2, 2, 3, generator=generator)
+    keys = np.array([[[0.1, 0.7], [0.5, 0.99]], [[0.3, 0.2], [0.8, 0.05]]])
+    pa, pb = logits_a.softmax(-1).numpy(), logits_b.softmax(-1).numpy()
+    expected = np.mean(
+        [
+            np.log(
+                sum(
+                    pa[v, j, i] * pb[v, j, k] * beta_dist.pdf(keys[m, v, j], ci, ck)
+                    for i, ci in enumerate(choices)
+                    for k, ck in enumerate(choices)
+                )
+            )
+            for m in range(2)
+            for v in range(2)
+            for j in range(2)
+        ]
+    )
+    got = key_log_likelihood(logits_a, logits_b, keys, choices)
+    assert got.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_sample_keys_follow_the_chosen_betas():
+    """Logits certain of beta(4, 1) for gene 0 and beta(1, 4) for gene 1: sample means
+    4/5 and 1/5; and a gradient step on the samples' likelihood makes them likelier."""
+    choices = (1.0, 4.0)
+    certain = torch.tensor([[[-30.0, 30.0], [30.0, -30.0]]]).repeat(50, 1, 1)
+    keys = sample_keys(certain, certain.flip(-1), 400, np.random.default_rng(0), choices)
+    assert keys.shape == (400, 50, 2) and np.all((keys > 0) & (keys < 1))
+    assert keys[..., 0].mean() == pytest.approx(0.8, abs=0.01)
+    assert keys[..., 1].mean() == pytest.approx(0.2, abs=0.01)
+
+    logits_a = torch.zeros(50, 2, 2, requires_grad=True)
+    logits_b = torch.zeros(50, 2, 2, requires_grad=True)
+    before = key_log_likelihood(logits_a, logits_b, keys, choices)
+    before.backward()
+    with torch.no_grad():
+        after = key_log_likelihood(
+            logits_a + 0.5 * logits_a.grad, logits_b + 0.5 * logits_b.grad, keys, choices
+        )
+    assert after > before

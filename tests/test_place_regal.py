@@ -176,6 +176,27 @@ def test_grid_search_and_tuned_placer(tmp_path):
         read_tuned(write_tuned(tmp_path / "u.json", "peak-memory", best, {}), "runtime")
 
 
+def test_cross_entropy_warm_start_then_reinforce_resumes(tmp_path):
+    """Epoch 0 is the cross-entropy warm start (no baseline loss), epoch 1 REINFORCE; a
+    run stopped after the warm start resumes to the uninterrupted result."""
+    config = PlacementTrainConfig.from_dict(
+        {**tiny_training(epochs=2).to_dict(), "cem_epochs": 1, "cem_samples": 20}
+    )
+    straight = train_placement(tmp_path / "a", config)
+    assert np.isnan(straight[0].baseline_loss) and np.isfinite(straight[1].baseline_loss)
+    assert all(0 < m.train_ratio < 3 for m in straight)
+
+    def stop(metrics):
+        raise Stop
+
+    with pytest.raises(Stop):
+        train_placement(tmp_path / "b", config, on_epoch=stop)
+    resumed = train_placement(tmp_path / "b", resume=True)
+    assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
+    with pytest.raises(InputError, match="cem_elite_fraction"):
+        PlacementTrainConfig(cem_elite_fraction=0.0)
+
+
 def test_leave_one_out_baseline_training_runs(tmp_path):
     config = PlacementTrainConfig.from_dict(
         {**tiny_training(epochs=1).to_dict(), "baseline": "leave-one-out", "samples_per_graph": 2}

@@ -14,6 +14,8 @@ A separate GNN gives the REINFORCE baseline ``b(G)``.
 - ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
   ``action_distributions`` turn logits into actions, their log-probability and the
   ``beta(alpha, beta)`` parameters BRKGA samples mutants from (``MutantDistributions``).
+- ``sample_keys`` and ``key_log_likelihood`` treat the categoricals as one mixture
+  density over keys, for the cross-entropy warm start of ``dagopt.train.placement``.
 
 Modules and featurisation only: the search and the training loop live elsewhere.
 """
@@ -449,6 +451,55 @@ def action_distributions(
     return values[action.alpha_index.cpu().numpy()], values[action.beta_index.cpu().numpy()]
 
 
+def _choice_probabilities(logits: torch.Tensor) -> np.ndarray:
+    return torch.softmax(logits.detach().double(), -1).cpu().numpy()
+
+
+def sample_keys(
+    logits_alpha: torch.Tensor,
+    logits_beta: torch.Tensor,
+    count: int,
+    rng: np.random.Generator,
+    choices=BETA_CHOICES,
+) -> np.ndarray:
+    """``count`` chromosomes ``(count, n, d + 1)`` from the policy's key distribution.
+
+    Every key draws its own ``alpha`` and ``beta`` from the gene's categoricals, then a
+    value from ``beta(alpha, beta)``: a sample of the mixture ``key_log_likelihood``
+    scores (not of one fixed action, as BRKGA's mutants are).
+    """
+    values = np.asarray(choices, dtype=np.float64)
+    picks = []
+    for logits in (logits_alpha, logits_beta):
+        cumulative = np.cumsum(_choice_probabilities(logits), -1)
+        u = rng.random((count, *cumulative.shape[:-1], 1))
+        index = (u < cumulative).argmax(-1)
+        picks.append(values[index])
+    return rng.beta(*picks)
+
+
+def key_log_likelihood(
+    logits_alpha: torch.Tensor,
+    logits_beta: torch.Tensor,
+    keys: torch.Tensor | np.ndarray,
+    choices=BETA_CHOICES,
+) -> torch.Tensor:
+    """Mean over ``keys`` ``(m, n, d + 1)`` of ``log p(k)``, differentiable in the logits.
+
+    ``p(k) = sum_{i, j} pi_alpha(i) pi_beta(j) beta(k; c_i, c_j)`` marginalises the
+    choice of ``alpha`` and ``beta`` (the categoricals of section 2.3) analytically;
+    keys are clipped to ``[1e-6, 1 - 1e-6]`` so the density stays finite.
+    """
+    c = torch.as_tensor(choices, dtype=torch.float64, device=logits_alpha.device)
+    log_norm = torch.lgamma(c[:, None]) + torch.lgamma(c[None, :]) - torch.lgamma(c[:, None] + c)
+    k = torch.as_tensor(keys, dtype=torch.float64, device=c.device).clamp(1e-6, 1 - 1e-6)
+    log_k, log_1mk = k.log()[..., None, None], torch.log1p(-k)[..., None, None]
+    log_density = (c[:, None] - 1) * log_k + (c[None, :] - 1) * log_1mk - log_norm
+    log_pa = torch.log_softmax(logits_alpha.double(), -1)[..., :, None]
+    log_pb = torch.log_softmax(logits_beta.double(), -1)[..., None, :]
+    return torch.logsumexp(log_density + log_pa + log_pb, dim=(-2, -1)).mean()
+
+
 def split_action(action: RegalAction, ptr: torch.Tensor) -> list[RegalAction]:
     """A batch's action cut into one per graph (``ptr`` from ``batch_inputs``)."""
     sizes = ptr.diff().tolist()
@@ -475,7 +526,9 @@ __all__ = [
     "action_entropy",
     "action_log_prob",
     "batch_inputs",
+    "key_log_likelihood",
     "mlp",
     "regal_inputs",
+    "sample_keys",
     "split_action",
 ]

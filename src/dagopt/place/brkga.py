@@ -85,7 +85,11 @@ class MutantDistributions:
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """The best solution a population-based search found, and its trace."""
+    """The best solution a population-based search found, and its trace.
+
+    ``elite_keys`` ``(k, n, d + 1)`` are the chromosomes of the ``k`` best solutions of
+    the last population, best first (what ``dagopt.train`` imitates).
+    """
 
     device_of: np.ndarray
     order: np.ndarray
@@ -93,6 +97,7 @@ class SearchOutcome:
     evaluations: int
     generations: int
     best_by_evaluation: list[tuple[int, int, float]]
+    elite_keys: np.ndarray
 
 
 def _check_distributions(problem: PlacementProblem, distributions: MutantDistributions) -> None:
@@ -179,6 +184,7 @@ def run_brkga(
         evaluations=used,
         generations=generations,
         best_by_evaluation=trace,
+        elite_keys=keys[: min(elites, len(keys))].copy(),
     )
 
 

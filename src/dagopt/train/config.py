@@ -76,6 +76,9 @@ class PlacementTrainConfig:
     ``entropy_weight`` adds an entropy bonus (0: the paper's plain REINFORCE).
     ``baseline`` is ``"network"`` (the paper's learned ``b(G)``) or ``"leave-one-out"``
     (the mean reward of the other ``samples_per_graph`` samples of the same graph).
+    The first ``cem_epochs`` epochs are a cross-entropy warm start instead of REINFORCE
+    (beyond the paper; 0 turns it off): per graph, ``cem_samples`` chromosomes are drawn
+    from the policy and the best ``cem_elite_fraction`` of them made more likely.
     """
 
     objective: str = "runtime"
@@ -91,6 +94,9 @@ class PlacementTrainConfig:
     baseline: str = "network"
     samples_per_graph: int = 1
     brkga_evaluations: int = 5000
+    cem_epochs: int = 0
+    cem_samples: int = 200
+    cem_elite_fraction: float = 0.1
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,6 +118,7 @@ class PlacementTrainConfig:
             "batch_size",
             "epochs",
             "brkga_evaluations",
+            "cem_samples",
         )
         for name in positive:
             if int(getattr(self, name)) < 1:
@@ -126,6 +133,8 @@ class PlacementTrainConfig:
             self.baseline == "leave-one-out" and self.samples_per_graph < 2
         ):
             raise InputError("samples_per_graph must be >= 1 (>= 2 with a leave-one-out baseline)")
+        if self.cem_epochs < 0 or not 0 < self.cem_elite_fraction <= 1:
+            raise InputError("training options need cem_epochs >= 0, 0 < cem_elite_fraction <= 1")
         if self.train_graphs >= VALIDATION_SEED_BASE:
             raise InputError(f"train_graphs must be < {VALIDATION_SEED_BASE}")
 

@@ -14,6 +14,14 @@ feasible are left out.
 Every BRKGA run on a graph uses the graph's seed, the one ``H(G, U)`` was computed with
 (common random numbers): the reward then differs from -1 only through ``D``.
 
+Beyond the paper, the first ``cem_epochs`` epochs can be a cross-entropy warm start
+(Rubinstein 1999): the policy's categoricals are read as one mixture density over
+chromosome keys (``key_log_likelihood``), ``cem_samples`` chromosomes per graph are drawn
+from it and evaluated, and the log-likelihood of the best ``cem_elite_fraction`` is
+maximised. Each of those samples is scored directly, so the update sees hundreds of
+solutions per graph where REINFORCE sees one noisy BRKGA result per action; REINFORCE
+then continues from the warm-started policy.
+
 The run directory holds ``config.json``, ``reference.json`` (``H(G, U)`` per graph
 seed, computed once), ``state.pt`` (everything needed to resume after any epoch),
 ``model.pt`` (the policy with the best validation ratio so far), ``metrics.csv`` and
@@ -22,6 +30,7 @@ resumed run matches an uninterrupted one.
 """
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,13 +53,16 @@ from dagopt.nn.regal import (
     action_entropy,
     action_log_prob,
     batch_inputs,
+    key_log_likelihood,
     regal_inputs,
     sample_actions,
+    sample_keys,
     split_action,
 )
 from dagopt.objectives.placement import GIB, Devices
 from dagopt.place.base import PlacementProblem
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.place.decode import decode
 from dagopt.train import rundir
 from dagopt.train.config import PlacementTrainConfig
 from dagopt.train.rundir import MODEL_FILE
@@ -200,6 +212,39 @@ def _update(
     return ratios, baseline_loss.item(), entropy.item()
 
 
+def _cem_update(
+    policy: RegalPolicy,
+    optimizer: torch.optim.Optimizer,
+    config: PlacementTrainConfig,
+    batch: list[TrainingGraph],
+    rng: np.random.Generator,
+) -> tuple[list[float], float]:
+    """One cross-entropy step on ``batch``; returns the elites' ``cost / H(G, U)`` ratios
+    and the entropy. Elites rank memory-feasible first, then by cost (A.2)."""
+    policy.train()
+    inputs, ptr = batch_inputs([item.inputs for item in batch])
+    logits_alpha, logits_beta = policy(inputs)
+    choices = policy.config.choices
+    elites = math.ceil(config.cem_elite_fraction * config.cem_samples)
+    devices = _devices(config)
+    ratios, loss = [], 0.0
+    for g, item in enumerate(batch):
+        rows = slice(int(ptr[g]), int(ptr[g + 1]))
+        graph_logits = logits_alpha[rows], logits_beta[rows]
+        keys = sample_keys(*graph_logits, config.cem_samples, rng, choices)
+        infeasible, value = PlacementProblem(item.graph, devices, config.objective).evaluate(
+            *decode(item.graph, keys)
+        )
+        best = np.lexsort((value, infeasible))[:elites]
+        ratios += [_ratio((int(infeasible[i]), float(value[i])), item.reference) for i in best]
+        loss = loss - key_log_likelihood(*graph_logits, keys[best], choices) / len(batch)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
+    optimizer.step()
+    return ratios, action_entropy(logits_alpha, logits_beta).item()
+
+
 def train_placement(
     run_dir: str | Path,
     config: PlacementTrainConfig | None = None,
@@ -258,14 +303,20 @@ def train_placement(
         ratios, baseline_losses, entropies = [], [], []
         for b in range(batches):
             batch = [training[i] for i in shuffled[b * config.batch_size :][: config.batch_size]]
-            batch_ratios, baseline_loss, entropy = _update(
-                policy, baseline, optimizer, config, batch, generator
-            )
+            if epoch < config.cem_epochs:
+                batch_ratios, entropy = _cem_update(policy, optimizer, config, batch, rng)
+                baseline_loss = math.nan
+            else:
+                batch_ratios, baseline_loss, entropy = _update(
+                    policy, baseline, optimizer, config, batch, generator
+                )
             ratios += batch_ratios
             baseline_losses.append(baseline_loss)
             entropies.append(entropy)
             if progress is not None:
-                progress(f"epoch {epoch}: mean H(G,D)/H(G,U) {np.mean(ratios):.4f}", b + 1, batches)
+                stage = "cross-entropy, elites" if epoch < config.cem_epochs else "REINFORCE"
+                label = f"epoch {epoch} ({stage}): cost/H(G,U) {np.mean(ratios):.4f}"
+                progress(label, b + 1, batches)
         valid = validation_ratio(policy, config, validation)
         improved = valid < best
         if improved:
@@ -295,7 +346,7 @@ def train_placement(
             history,
             PlacementEpoch,
             {
-                "sampled action (train)": [m.train_ratio for m in history],
+                "train (elite samples, then sampled actions)": [m.train_ratio for m in history],
                 "modal action (validation)": [m.validation_ratio for m in history],
                 "standard BRKGA": [1.0] * len(history),
             },
