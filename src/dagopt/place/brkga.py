@@ -85,11 +85,7 @@ class MutantDistributions:
 
 @dataclass(frozen=True)
 class SearchOutcome:
-    """The best solution a population-based search found, and its trace.
-
-    ``elite_keys`` ``(k, n, d + 1)`` are the chromosomes of the ``k`` best solutions of
-    the last population, best first (what ``dagopt.train`` imitates).
-    """
+    """The best solution a population-based search found, and its trace."""
 
     device_of: np.ndarray
     order: np.ndarray
@@ -97,7 +93,6 @@ class SearchOutcome:
     evaluations: int
     generations: int
     best_by_evaluation: list[tuple[int, int, float]]
-    elite_keys: np.ndarray
 
 
 def _check_distributions(problem: PlacementProblem, distributions: MutantDistributions) -> None:
@@ -184,7 +179,6 @@ def run_brkga(
         evaluations=used,
         generations=generations,
         best_by_evaluation=trace,
-        elite_keys=keys[: min(elites, len(keys))].copy(),
     )
 
 

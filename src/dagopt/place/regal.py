@@ -109,17 +109,15 @@ def random_search(
     used = 0
     while used < evaluations and (used == 0 or time.perf_counter() < deadline):
         count = min(batch, evaluations - used)
-        keys = distributions.sample(count, rng)
-        device_of, orders = decode_chromosomes(problem.graph, keys)
+        device_of, orders = decode_chromosomes(problem.graph, distributions.sample(count, rng))
         infeasible, value = problem.evaluate(device_of, orders)
         used += count
         i = best_index(infeasible, value)
         cost = (int(infeasible[i]), float(value[i]))
         if best is None or cost < best:
             best, best_device, best_order = cost, device_of[i], orders[i]
-            best_keys = keys[i : i + 1]
             trace.append((used, *cost))
-    return SearchOutcome(best_device, best_order, best, used, 1, trace, best_keys.copy())
+    return SearchOutcome(best_device, best_order, best, used, 1, trace)
 
 
 @register_placer(
