@@ -44,18 +44,7 @@ for method in ("single-device", "gp-dfs", "brkga", "regal"):
         )
 
 best = min((r for r in results if r.objective == "runtime"), key=lambda r: r.cost)
-path = write_placement(
-    args.out,
-    graph,
-    method=best.method,
-    objective="runtime",
-    device_of=best.device_of,
-    order=best.order,
-    makespan=best.makespan,
-    peak_memory=best.peak_memory,
-    feasible=best.feasible,
-    seconds=best.seconds,
-)
+path = write_placement(args.out, graph, best)
 print(
     f"best runtime placement: {best.method}, {np.bincount(best.device_of)} ops per device; "
     f"wrote {path}"

@@ -159,18 +159,7 @@ def place_command(
         f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
     )
     if out is not None:
-        path = write_placement(
-            out,
-            graph,
-            method=method,
-            objective=objective,
-            device_of=result.device_of,
-            order=result.order,
-            makespan=result.makespan,
-            peak_memory=result.peak_memory,
-            feasible=result.feasible,
-            seconds=result.seconds,
-        )
+        path = write_placement(out, graph, result)
         line += f"; wrote {path}"
     console.print(line, markup=False)
 

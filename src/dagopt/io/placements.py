@@ -17,6 +17,7 @@ from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import read_json_file
 from dagopt.io.orders import node_indices
+from dagopt.place.base import Placement
 
 
 @dataclass(frozen=True)
@@ -30,30 +31,18 @@ class PlacementFile:
     order: np.ndarray
 
 
-def write_placement(
-    path: str | os.PathLike,
-    graph: Graph,
-    *,
-    method: str,
-    objective: str,
-    device_of: np.ndarray,
-    order: np.ndarray,
-    makespan: float,
-    peak_memory: np.ndarray,
-    feasible: bool,
-    seconds: float,
-) -> Path:
-    """Write a placement of ``graph`` (node-indexed arrays) as a placement file, atomically."""
+def write_placement(path: str | os.PathLike, graph: Graph, placement: Placement) -> Path:
+    """Write ``placement`` of ``graph`` (node-indexed arrays) as a placement file, atomically."""
     document = {
         "graph": graph.name,
-        "method": method,
-        "objective": objective,
-        "devices": {str(graph.names[v]): int(k) for v, k in enumerate(np.asarray(device_of))},
-        "order": [graph.names[v] for v in np.asarray(order).tolist()],
-        "makespan": float(makespan),
-        "peak_memory": [float(p) for p in np.asarray(peak_memory)],
-        "feasible": bool(feasible),
-        "seconds": float(seconds),
+        "method": placement.method,
+        "objective": placement.objective,
+        "devices": {str(graph.names[v]): int(k) for v, k in enumerate(placement.device_of)},
+        "order": [graph.names[v] for v in placement.order.tolist()],
+        "makespan": float(placement.makespan),
+        "peak_memory": [float(p) for p in placement.peak_memory],
+        "feasible": bool(placement.feasible),
+        "seconds": float(placement.seconds),
     }
     return write_text_atomic(path, json.dumps(document, indent=1))
 

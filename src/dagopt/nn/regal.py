@@ -451,10 +451,6 @@ def action_distributions(
     return values[action.alpha_index.cpu().numpy()], values[action.beta_index.cpu().numpy()]
 
 
-def _choice_probabilities(logits: torch.Tensor) -> np.ndarray:
-    return torch.softmax(logits.detach().double(), -1).cpu().numpy()
-
-
 def sample_keys(
     logits_alpha: torch.Tensor,
     logits_beta: torch.Tensor,
@@ -471,7 +467,8 @@ def sample_keys(
     values = np.asarray(choices, dtype=np.float64)
     picks = []
     for logits in (logits_alpha, logits_beta):
-        cumulative = np.cumsum(_choice_probabilities(logits), -1)
+        probabilities = torch.softmax(logits.detach().double(), -1).cpu().numpy()
+        cumulative = np.cumsum(probabilities, -1)
         u = rng.random((count, *cumulative.shape[:-1], 1))
         index = (u < cumulative).argmax(-1)
         picks.append(values[index])

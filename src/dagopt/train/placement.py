@@ -351,7 +351,7 @@ def train_placement(
                 "standard BRKGA": [1.0] * len(history),
             },
             ylabel="H(G, D) / H(G, U)",
-            title=f"REGAL REINFORCE training ({config.objective})",
+            title=f"REGAL training ({config.objective})",
         )
         if on_epoch is not None:
             on_epoch(metrics)
