@@ -1,0 +1,123 @@
+"""How noisy REGAL's reward is, and how much room its mutant distributions have.
+
+Example (the numbers in docs/results.md and docs/placement.md):
+
+    python benchmarks/regal_reward_noise.py --graphs 20
+
+On validation placement graphs (never the held-out test seeds), two 16 GiB devices,
+BRKGA at 5,000 evaluations, every ratio is ``cost / H(G, U)``, standard BRKGA's cost
+with the graph's seed (the reference REGAL training uses, 003 section 2.3):
+
+- *another BRKGA seed*: standard BRKGA with seeds ``graph seed + 1..k``;
+- *one op skewed*: the graph's seed, uniform mutants except one op's priority gene,
+  drawn from ``beta(5, 1)`` (ops spread over the graph, one run each);
+- *priority by latest start*: every op's priority gene from ``beta(5 r, 5 (1 - r))``
+  (each parameter at least 0.2), ``r`` the op's rank by earliest latest start on the
+  critical path, in ``(0, 1)``: a hand-set distribution, not a learned one;
+- *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
+
+The first two rows give the spread (standard deviation) of the ratio: how much one
+BRKGA result moves for reasons other than a good action. The last column counts the
+distinct ``(alpha, beta)`` pairs the shipped policy's modal action gives the ops, per
+gene, averaged over graphs: 1 means every op gets the same distribution.
+"""
+
+import argparse
+
+import numpy as np
+
+from dagopt.generate.placement import generate_placement
+from dagopt.generate.seeds import validation_seeds
+from dagopt.nn.regal import REGAL_NODE_FEATURES, regal_inputs
+from dagopt.objectives.placement import GIB, Devices
+from dagopt.place.base import PlacementProblem
+from dagopt.place.brkga import MutantDistributions, run_brkga
+from dagopt.place.regal import load_policy, policy_distributions
+
+OBJECTIVES = ("runtime", "peak-memory")
+LATEST_START = REGAL_NODE_FEATURES.index("latest_start")
+
+
+def _latest_start_priority(problem: PlacementProblem, concentration: float):
+    """Mutant distributions whose priority gene favours ops that must start early."""
+    latest = regal_inputs(problem.graph, problem.runtimes, problem.devices).x[:, LATEST_START]
+    n = latest.shape[0]
+    rank = (np.argsort(np.argsort(-latest.numpy())) + 0.5) / n
+    uniform = MutantDistributions.uniform(n, problem.num_devices)
+    alpha, beta = uniform.alpha.copy(), uniform.beta.copy()
+    alpha[:, -1] = np.maximum(concentration * rank, 0.2)
+    beta[:, -1] = np.maximum(concentration * (1 - rank), 0.2)
+    return MutantDistributions(alpha, beta)
+
+
+def _one_op_skewed(problem: PlacementProblem, op: int) -> MutantDistributions:
+    uniform = MutantDistributions.uniform(problem.graph.num_nodes, problem.num_devices)
+    alpha = uniform.alpha.copy()
+    alpha[op, -1] = 5.0
+    return MutantDistributions(alpha, uniform.beta)
+
+
+def _ratio(problem, reference: float, seed: int, distributions=None) -> float:
+    cost = run_brkga(problem, seed=seed, distributions=distributions).cost
+    return 2.0 if cost[0] else cost[1] / reference
+
+
+def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]:
+    devices = Devices.homogeneous(2, memory=16 * GIB)
+    rows: dict[str, list[float]] = {
+        "another BRKGA seed": [],
+        "one op skewed": [],
+        "priority by latest start": [],
+        "shipped policy": [],
+        "distinct actions": [],
+    }
+    for seed in validation_seeds(graphs):
+        problem = PlacementProblem(generate_placement(seed=seed), devices, objective)
+        infeasible, reference = run_brkga(problem, seed=seed).cost
+        if infeasible:
+            continue
+        n = problem.graph.num_nodes
+        rows["another BRKGA seed"] += [
+            _ratio(problem, reference, seed + k) for k in range(1, repeats + 1)
+        ]
+        rows["one op skewed"] += [
+            _ratio(problem, reference, seed, _one_op_skewed(problem, int(v)))
+            for v in np.linspace(0, n - 1, repeats).astype(int)
+        ]
+        rows["priority by latest start"].append(
+            _ratio(problem, reference, seed, _latest_start_priority(problem, 5.0))
+        )
+        policy = load_policy(problem, None)
+        learned = policy_distributions(problem, policy, decode_mode="greedy", seed=seed)
+        rows["shipped policy"].append(_ratio(problem, reference, seed, learned))
+        pairs = np.stack([learned.alpha, learned.beta], axis=-1)
+        distinct = [len(np.unique(pairs[:, j], axis=0)) for j in range(pairs.shape[1])]
+        rows["distinct actions"].append(float(np.mean(distinct)))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--graphs", type=int, default=20, help="validation graphs")
+    parser.add_argument("--repeats", type=int, default=4, help="runs per graph for the spreads")
+    args = parser.parse_args(argv)
+    print(
+        "| objective | another BRKGA seed: sd % | one op skewed: sd % | "
+        "priority by latest start: mean ratio | shipped policy: mean ratio | "
+        "distinct actions per gene |"
+    )
+    print("|---|---|---|---|---|---|")
+    for objective in OBJECTIVES:
+        rows = measure(objective, args.graphs, args.repeats)
+        print(
+            f"| {objective} | {100 * np.std(rows['another BRKGA seed']):.2f} "
+            f"| {100 * np.std(rows['one op skewed']):.2f} "
+            f"| {np.mean(rows['priority by latest start']):.4f} "
+            f"| {np.mean(rows['shipped policy']):.4f} "
+            f"| {np.mean(rows['distinct actions']):.2f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
