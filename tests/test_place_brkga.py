@@ -13,7 +13,7 @@ from dagopt.graph import validate_order
 from dagopt.objectives.placement import Devices, DeviceSpec, simulate
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
-from dagopt.place.decode import decode
+from dagopt.place.decode import decode, order_keys
 from dags import dags
 
 
@@ -35,6 +35,19 @@ def test_decode_gives_valid_placements_and_priority_orders(graph, devices, seed)
             ]
             assert keys[b, v, devices] == max(keys[b, u, devices] for u in ready)
             done[v] = True
+
+
+@settings(max_examples=40, deadline=None)
+@given(graph=dags(max_nodes=12), seed=st.integers(0, 1000))
+def test_order_keys_decode_back_to_their_order(graph, seed):
+    """Any topological order (here one decoded from random keys) survives the round trip
+    through ``order_keys``, whose keys lie in (0, 1)."""
+    rng = np.random.default_rng(seed)
+    _, (order,) = decode(graph, rng.random((1, graph.num_nodes, 2)))
+    keys = order_keys(order)
+    assert np.all((keys > 0) & (keys < 1))
+    chromosome = np.stack([rng.random(graph.num_nodes), keys], axis=1)[None]
+    assert np.array_equal(decode(graph, chromosome)[1][0], order)
 
 
 def test_decode_rejects_bad_shapes():

@@ -176,15 +176,29 @@ def test_grid_search_and_tuned_placer(tmp_path):
         read_tuned(write_tuned(tmp_path / "u.json", "peak-memory", best, {}), "runtime")
 
 
-def test_cross_entropy_warm_start_then_reinforce_resumes(tmp_path):
-    """Epoch 0 is the cross-entropy warm start (no baseline loss), epoch 1 REINFORCE; a
-    run stopped after the warm start resumes to the uninterrupted result."""
+def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
+    """Epoch 0 imitates BRKGA's solutions (no baseline loss), epoch 1 is REINFORCE; the
+    imitated keys are orders of solutions better than or equal to H(G, U) on average,
+    and a run stopped after the warm start resumes to the uninterrupted result."""
     config = PlacementTrainConfig.from_dict(
-        {**tiny_training(epochs=2).to_dict(), "cem_epochs": 1, "cem_samples": 20}
+        {
+            **tiny_training(epochs=2).to_dict(),
+            "imitation_epochs": 1,
+            "imitation_runs": 2,
+            "imitation_evaluations": 200,
+        }
     )
     straight = train_placement(tmp_path / "a", config)
     assert np.isnan(straight[0].baseline_loss) and np.isfinite(straight[1].baseline_loss)
-    assert all(0 < m.train_ratio < 3 for m in straight)
+    targets = json.loads((tmp_path / "a" / "imitation.json").read_text())
+    assert sorted(int(s) for s in targets) == list(range(4))
+    for seed, target in targets.items():
+        graph = generate_placement(seed=int(seed))
+        assert len(target["keys"]) == len(target["ratios"]) == 2
+        for keys in target["keys"]:
+            assert sorted(keys) == sorted(1 - (np.arange(graph.num_nodes) + 0.5) / graph.num_nodes)
+    ratios = [r for t in targets.values() for r in t["ratios"]]
+    assert straight[0].train_ratio == pytest.approx(np.mean(ratios))
 
     def stop(metrics):
         raise Stop
@@ -193,8 +207,8 @@ def test_cross_entropy_warm_start_then_reinforce_resumes(tmp_path):
         train_placement(tmp_path / "b", config, on_epoch=stop)
     resumed = train_placement(tmp_path / "b", resume=True)
     assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
-    with pytest.raises(InputError, match="cem_elite_fraction"):
-        PlacementTrainConfig(cem_elite_fraction=0.0)
+    with pytest.raises(InputError, match="imitation_runs"):
+        PlacementTrainConfig(imitation_runs=0)
 
 
 def test_leave_one_out_baseline_training_runs(tmp_path):

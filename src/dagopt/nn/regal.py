@@ -14,8 +14,8 @@ A separate GNN gives the REINFORCE baseline ``b(G)``.
 - ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
   ``action_distributions`` turn logits into actions, their log-probability and the
   ``beta(alpha, beta)`` parameters BRKGA samples mutants from (``MutantDistributions``).
-- ``sample_keys`` and ``key_log_likelihood`` treat the categoricals as one mixture
-  density over keys, for the cross-entropy warm start of ``dagopt.train.placement``.
+- ``key_log_likelihood`` reads the categoricals as one mixture density over keys, for
+  the imitation warm start of ``dagopt.train.placement``.
 
 Modules and featurisation only: the search and the training loop live elsewhere.
 """
@@ -451,30 +451,6 @@ def action_distributions(
     return values[action.alpha_index.cpu().numpy()], values[action.beta_index.cpu().numpy()]
 
 
-def sample_keys(
-    logits_alpha: torch.Tensor,
-    logits_beta: torch.Tensor,
-    count: int,
-    rng: np.random.Generator,
-    choices=BETA_CHOICES,
-) -> np.ndarray:
-    """``count`` chromosomes ``(count, n, d + 1)`` from the policy's key distribution.
-
-    Every key draws its own ``alpha`` and ``beta`` from the gene's categoricals, then a
-    value from ``beta(alpha, beta)``: a sample of the mixture ``key_log_likelihood``
-    scores (not of one fixed action, as BRKGA's mutants are).
-    """
-    values = np.asarray(choices, dtype=np.float64)
-    picks = []
-    for logits in (logits_alpha, logits_beta):
-        probabilities = torch.softmax(logits.detach().double(), -1).cpu().numpy()
-        cumulative = np.cumsum(probabilities, -1)
-        u = rng.random((count, *cumulative.shape[:-1], 1))
-        index = (u < cumulative).argmax(-1)
-        picks.append(values[index])
-    return rng.beta(*picks)
-
-
 def key_log_likelihood(
     logits_alpha: torch.Tensor,
     logits_beta: torch.Tensor,
@@ -526,6 +502,5 @@ __all__ = [
     "key_log_likelihood",
     "mlp",
     "regal_inputs",
-    "sample_keys",
     "split_action",
 ]

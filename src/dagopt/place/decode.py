@@ -102,3 +102,18 @@ def decode(graph: Graph, chromosomes: np.ndarray) -> tuple[np.ndarray, np.ndarra
     indegree = np.diff(graph.pred_ptr).astype(np.int64)
     _decode_rows(graph.succ_ptr, graph.succ_idx, indegree, keys, device_of, orders)
     return device_of, orders
+
+
+def order_keys(order: np.ndarray) -> np.ndarray:
+    """Priority keys under which ``decode`` schedules the topological ``order`` itself.
+
+    The ``i``-th of ``n`` ops gets ``1 - (i + 1/2) / n``, so every op outranks the ops
+    after it and, being ready when its turn comes, is the one taken. The keys lie in
+    ``(0, 1)`` as BRKGA's do; REGAL's imitation warm start fits its priority
+    distributions to them (``dagopt.train.placement``).
+    """
+    order = np.asarray(order, dtype=np.int64)
+    n = order.size
+    keys = np.empty(n)
+    keys[order] = 1.0 - (np.arange(n) + 0.5) / n
+    return keys

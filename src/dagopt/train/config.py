@@ -76,9 +76,10 @@ class PlacementTrainConfig:
     ``entropy_weight`` adds an entropy bonus (0: the paper's plain REINFORCE).
     ``baseline`` is ``"network"`` (the paper's learned ``b(G)``) or ``"leave-one-out"``
     (the mean reward of the other ``samples_per_graph`` samples of the same graph).
-    The first ``cem_epochs`` epochs are a cross-entropy warm start instead of REINFORCE
-    (beyond the paper; 0 turns it off): per graph, ``cem_samples`` chromosomes are drawn
-    from the policy and the best ``cem_elite_fraction`` of them made more likely.
+    The first ``imitation_epochs`` epochs are a warm start instead of REINFORCE (beyond
+    the paper; 0 turns it off): the policy's priority distributions learn to reproduce
+    the orders of the best solutions of ``imitation_runs`` BRKGA runs per training graph,
+    each of ``imitation_evaluations`` evaluations.
     """
 
     objective: str = "runtime"
@@ -94,9 +95,9 @@ class PlacementTrainConfig:
     baseline: str = "network"
     samples_per_graph: int = 1
     brkga_evaluations: int = 5000
-    cem_epochs: int = 0
-    cem_samples: int = 200
-    cem_elite_fraction: float = 0.1
+    imitation_epochs: int = 0
+    imitation_runs: int = 3
+    imitation_evaluations: int = 5000
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,7 +119,8 @@ class PlacementTrainConfig:
             "batch_size",
             "epochs",
             "brkga_evaluations",
-            "cem_samples",
+            "imitation_runs",
+            "imitation_evaluations",
         )
         for name in positive:
             if int(getattr(self, name)) < 1:
@@ -133,8 +135,8 @@ class PlacementTrainConfig:
             self.baseline == "leave-one-out" and self.samples_per_graph < 2
         ):
             raise InputError("samples_per_graph must be >= 1 (>= 2 with a leave-one-out baseline)")
-        if self.cem_epochs < 0 or not 0 < self.cem_elite_fraction <= 1:
-            raise InputError("training options need cem_epochs >= 0, 0 < cem_elite_fraction <= 1")
+        if self.imitation_epochs < 0:
+            raise InputError("training option 'imitation_epochs' must be >= 0")
         if self.train_graphs >= VALIDATION_SEED_BASE:
             raise InputError(f"train_graphs must be < {VALIDATION_SEED_BASE}")
 

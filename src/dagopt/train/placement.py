@@ -14,27 +14,31 @@ feasible are left out.
 Every BRKGA run on a graph uses the graph's seed, the one ``H(G, U)`` was computed with
 (common random numbers): the reward then differs from -1 only through ``D``.
 
-Beyond the paper, the first ``cem_epochs`` epochs can be a cross-entropy warm start
-(Rubinstein 1999): the policy's categoricals are read as one mixture density over
-chromosome keys (``key_log_likelihood``), ``cem_samples`` chromosomes per graph are drawn
-from it and evaluated, and the log-likelihood of the best ``cem_elite_fraction`` is
-maximised. Each of those samples is scored directly, so the update sees hundreds of
-solutions per graph where REINFORCE sees one noisy BRKGA result per action; REINFORCE
-then continues from the warm-started policy.
+Beyond the paper, the first ``imitation_epochs`` epochs can be a warm start by
+imitation of search: BRKGA is run ``imitation_runs`` times on each training graph (seeds
+other than the reward's), the order of each run's best solution becomes priority keys
+(``dagopt.place.decode.order_keys``), and the policy maximises their likelihood under
+its priority distributions, read as one mixture density over keys
+(``key_log_likelihood``). The GNN thus learns from graph features where a good
+schedule puts each op, a per-op signal that one noisy BRKGA result per action does not
+give REINFORCE. The device genes are left alone: which device an op uses in one
+solution says nothing about a device's label, as the devices are interchangeable.
+REINFORCE then continues from the warm-started policy.
 
 The run directory holds ``config.json``, ``reference.json`` (``H(G, U)`` per graph
-seed, computed once), ``state.pt`` (everything needed to resume after any epoch),
-``model.pt`` (the policy with the best validation ratio so far), ``metrics.csv`` and
-``learning_curve.png``. Each epoch's randomness derives from ``(seed, epoch)``, so a
-resumed run matches an uninterrupted one.
+seed, computed once), ``imitation.json`` (the imitated keys, if any), ``state.pt``
+(everything needed to resume after any epoch), ``model.pt`` (the policy with the best
+validation ratio so far), ``metrics.csv`` and ``learning_curve.png``. Each epoch's
+randomness derives from ``(seed, epoch)``, so a resumed run matches an uninterrupted
+one.
 """
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,18 +60,18 @@ from dagopt.nn.regal import (
     key_log_likelihood,
     regal_inputs,
     sample_actions,
-    sample_keys,
     split_action,
 )
 from dagopt.objectives.placement import GIB, Devices
 from dagopt.place.base import PlacementProblem
-from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
-from dagopt.place.decode import decode
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
+from dagopt.place.decode import order_keys
 from dagopt.train import rundir
 from dagopt.train.config import PlacementTrainConfig
 from dagopt.train.rundir import MODEL_FILE
 
 REFERENCE_FILE = "reference.json"
+IMITATION_FILE = "imitation.json"
 INFEASIBLE_REWARD = -2.0
 
 
@@ -100,12 +104,22 @@ def _devices(config: PlacementTrainConfig) -> Devices:
     return Devices.homogeneous(config.policy.num_devices, memory=config.memory_gib * GIB)
 
 
+def _brkga_outcome(
+    config: PlacementTrainConfig,
+    graph: Graph,
+    seed,
+    distributions=None,
+    evaluations: int | None = None,
+) -> SearchOutcome:
+    problem = PlacementProblem(graph, _devices(config), config.objective)
+    params = BrkgaParams(evaluations=evaluations or config.brkga_evaluations)
+    return run_brkga(problem, seed=seed, params=params, distributions=distributions)
+
+
 def _brkga_cost(
     config: PlacementTrainConfig, graph: Graph, seed: int, distributions=None
 ) -> tuple[int, float]:
-    problem = PlacementProblem(graph, _devices(config), config.objective)
-    params = BrkgaParams(evaluations=config.brkga_evaluations)
-    return run_brkga(problem, seed=seed, params=params, distributions=distributions).cost
+    return _brkga_outcome(config, graph, seed, distributions).cost
 
 
 def _ratio(cost: tuple[int, float], reference: float) -> float:
@@ -121,27 +135,72 @@ def _episode_ratio(
     return _ratio(_brkga_cost(config, item.graph, item.seed, distributions), item.reference)
 
 
+def _cached_per_seed(
+    path: Path,
+    seeds: list[int],
+    compute: Callable[[int], Any],
+    stage: str,
+    progress: Progress | None,
+) -> dict[int, Any]:
+    """``compute(seed)`` for every seed, kept in the JSON file ``path`` across runs.
+
+    Saved every 50 seeds, so an interrupted run recomputes at most that many.
+    """
+    known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
+    missing = [s for s in seeds if s not in known]
+    for i, seed in enumerate(missing):
+        known[seed] = compute(seed)
+        if (i + 1) % 50 == 0 or i + 1 == len(missing):
+            write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
+        if progress is not None:
+            progress(stage, i + 1, len(missing))
+    return known
+
+
 def _references(
     run_dir: Path,
     config: PlacementTrainConfig,
     graphs: dict[int, Graph],
     progress: Progress | None,
 ) -> dict[int, float | None]:
-    """``H(G, U)`` per graph seed (``None``: nothing feasible), cached in ``reference.json``.
+    """``H(G, U)`` per graph seed (``None``: nothing feasible), in ``reference.json``."""
 
-    Saved every 50 graphs, so an interrupted run recomputes at most that many.
-    """
-    path = run_dir / REFERENCE_FILE
-    known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
-    missing = [s for s in graphs if s not in known]
-    for i, seed in enumerate(missing):
+    def reference(seed: int) -> float | None:
         cost = _brkga_cost(config, graphs[seed], seed)
-        known[seed] = None if cost[0] else cost[1]
-        if (i + 1) % 50 == 0 or i + 1 == len(missing):
-            write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
-        if progress is not None:
-            progress("reference BRKGA runs", i + 1, len(missing))
-    return known
+        return None if cost[0] else cost[1]
+
+    return _cached_per_seed(
+        run_dir / REFERENCE_FILE, list(graphs), reference, "reference BRKGA runs", progress
+    )
+
+
+def _imitation_targets(
+    run_dir: Path,
+    config: PlacementTrainConfig,
+    training: list[TrainingGraph],
+    progress: Progress | None,
+) -> dict[int, dict]:
+    """Per training graph seed, the priority keys of its BRKGA runs' best feasible
+    solutions (``{"keys": [[...] per run], "ratios": [cost / H(G, U) per run]}``), in
+    ``imitation.json``. Run ``r`` uses the seed ``(graph seed, 1, r)``, never the
+    reward's."""
+    items = {item.seed: item for item in training}
+
+    def targets(seed: int) -> dict:
+        item, keys, ratios = items[seed], [], []
+        for r in range(config.imitation_runs):
+            rng = np.random.default_rng([seed, 1, r])
+            outcome = _brkga_outcome(
+                config, item.graph, rng, evaluations=config.imitation_evaluations
+            )
+            if not outcome.cost[0]:
+                keys.append(order_keys(outcome.order).tolist())
+                ratios.append(_ratio(outcome.cost, item.reference))
+        return {"keys": keys, "ratios": ratios}
+
+    return _cached_per_seed(
+        run_dir / IMITATION_FILE, list(items), targets, "imitation BRKGA runs", progress
+    )
 
 
 def _graph_set(
@@ -212,36 +271,34 @@ def _update(
     return ratios, baseline_loss.item(), entropy.item()
 
 
-def _cem_update(
+def _imitation_update(
     policy: RegalPolicy,
     optimizer: torch.optim.Optimizer,
     config: PlacementTrainConfig,
     batch: list[TrainingGraph],
-    rng: np.random.Generator,
+    targets: dict[int, dict],
 ) -> tuple[list[float], float]:
-    """One cross-entropy step on ``batch``; returns the elites' ``cost / H(G, U)`` ratios
-    and the entropy. Elites rank memory-feasible first, then by cost (A.2)."""
+    """One imitation step on ``batch``: maximise the likelihood of the imitated
+    priority keys under the priority gene's distributions. Returns the imitated
+    solutions' ``cost / H(G, U)`` and the entropy."""
     policy.train()
     inputs, ptr = batch_inputs([item.inputs for item in batch])
     logits_alpha, logits_beta = policy(inputs)
-    choices = policy.config.choices
-    elites = math.ceil(config.cem_elite_fraction * config.cem_samples)
-    devices = _devices(config)
     ratios, loss = [], 0.0
     for g, item in enumerate(batch):
+        target = targets[item.seed]
+        if not target["keys"]:
+            continue
         rows = slice(int(ptr[g]), int(ptr[g + 1]))
-        graph_logits = logits_alpha[rows], logits_beta[rows]
-        keys = sample_keys(*graph_logits, config.cem_samples, rng, choices)
-        infeasible, value = PlacementProblem(item.graph, devices, config.objective).evaluate(
-            *decode(item.graph, keys)
-        )
-        best = np.lexsort((value, infeasible))[:elites]
-        ratios += [_ratio((int(infeasible[i]), float(value[i])), item.reference) for i in best]
-        loss = loss - key_log_likelihood(*graph_logits, keys[best], choices) / len(batch)
-    optimizer.zero_grad()
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
-    optimizer.step()
+        keys = np.asarray(target["keys"])[..., None]
+        priority = logits_alpha[rows, -1:], logits_beta[rows, -1:]
+        loss = loss - key_log_likelihood(*priority, keys, policy.config.choices) / len(batch)
+        ratios += target["ratios"]
+    if torch.is_tensor(loss):
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
+        optimizer.step()
     return ratios, action_entropy(logits_alpha, logits_beta).item()
 
 
@@ -272,6 +329,9 @@ def train_placement(
     references = _references(run_dir, config, graphs, progress)
     training = _graph_set(config, train_seeds, graphs, references)
     validation = _graph_set(config, valid_seeds, graphs, references)
+    targets = (
+        _imitation_targets(run_dir, config, training, progress) if config.imitation_epochs else {}
+    )
 
     torch.manual_seed(config.seed)
     policy = RegalPolicy(config.policy)
@@ -303,9 +363,9 @@ def train_placement(
         ratios, baseline_losses, entropies = [], [], []
         for b in range(batches):
             batch = [training[i] for i in shuffled[b * config.batch_size :][: config.batch_size]]
-            if epoch < config.cem_epochs:
-                batch_ratios, entropy = _cem_update(policy, optimizer, config, batch, rng)
-                baseline_loss = math.nan
+            if epoch < config.imitation_epochs:
+                batch_ratios, entropy = _imitation_update(policy, optimizer, config, batch, targets)
+                baseline_loss = float("nan")
             else:
                 batch_ratios, baseline_loss, entropy = _update(
                     policy, baseline, optimizer, config, batch, generator
@@ -314,7 +374,7 @@ def train_placement(
             baseline_losses.append(baseline_loss)
             entropies.append(entropy)
             if progress is not None:
-                stage = "cross-entropy, elites" if epoch < config.cem_epochs else "REINFORCE"
+                stage = "imitation" if epoch < config.imitation_epochs else "REINFORCE"
                 label = f"epoch {epoch} ({stage}): cost/H(G,U) {np.mean(ratios):.4f}"
                 progress(label, b + 1, batches)
         valid = validation_ratio(policy, config, validation)
@@ -346,7 +406,7 @@ def train_placement(
             history,
             PlacementEpoch,
             {
-                "train (elite samples, then sampled actions)": [m.train_ratio for m in history],
+                "train (imitated, then sampled)": [m.train_ratio for m in history],
                 "modal action (validation)": [m.validation_ratio for m in history],
                 "standard BRKGA": [1.0] * len(history),
             },
