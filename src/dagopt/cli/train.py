@@ -86,7 +86,7 @@ def placement(
     objective: Annotated[
         str | None,
         typer.Option(
-            help="runtime or peak-memory (a new run without --config).", show_default=False
+            help="runtime or peak-memory (a new run; overrides --config's).", show_default=False
         ),
     ] = None,
     config: Annotated[
