@@ -30,7 +30,7 @@ from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.nn.regal import REGAL_NODE_FEATURES, regal_inputs
 from dagopt.objectives.placement import GIB, Devices
-from dagopt.place.base import PlacementProblem
+from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import MutantDistributions, run_brkga
 from dagopt.place.regal import load_policy, policy_distributions
 
@@ -58,8 +58,7 @@ def _one_op_skewed(problem: PlacementProblem, op: int) -> MutantDistributions:
 
 
 def _ratio(problem, reference: float, seed: int, distributions=None) -> float:
-    cost = run_brkga(problem, seed=seed, distributions=distributions).cost
-    return 2.0 if cost[0] else cost[1] / reference
+    return cost_ratio(run_brkga(problem, seed=seed, distributions=distributions).cost, reference)
 
 
 def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]:

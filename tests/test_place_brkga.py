@@ -12,6 +12,7 @@ from dagopt.generate.placement import generate_placement
 from dagopt.graph import validate_order
 from dagopt.objectives.placement import Devices, DeviceSpec, simulate
 from dagopt.place import PlacementProblem, place
+from dagopt.place.base import INFEASIBLE_RATIO, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.decode import decode, order_keys
 from dags import dags
@@ -48,6 +49,12 @@ def test_order_keys_decode_back_to_their_order(graph, seed):
     assert np.all((keys > 0) & (keys < 1))
     chromosome = np.stack([rng.random(graph.num_nodes), keys], axis=1)[None]
     assert np.array_equal(decode(graph, chromosome)[1][0], order)
+
+
+def test_cost_ratio_ranks_infeasible_last():
+    assert cost_ratio((0, 3.0), 4.0) == 0.75
+    assert cost_ratio((1, 3.0), 4.0) == INFEASIBLE_RATIO > 1
+    assert cost_ratio((0, 3.0), None) == cost_ratio((0, 3.0), 0.0) == 1.0
 
 
 def test_decode_rejects_bad_shapes():

@@ -205,8 +205,11 @@ def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
 
     with pytest.raises(Stop):
         train_placement(tmp_path / "b", config, on_epoch=stop)
+    # Only REINFORCE epochs remain, so the resumed run does not need the imitated keys.
+    (tmp_path / "b" / "imitation.json").unlink()
     resumed = train_placement(tmp_path / "b", resume=True)
     assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
+    assert not (tmp_path / "b" / "imitation.json").exists()
     with pytest.raises(InputError, match="imitation_runs"):
         PlacementTrainConfig(imitation_runs=0)
 

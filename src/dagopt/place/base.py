@@ -61,6 +61,20 @@ def best_index(infeasible: np.ndarray, value: np.ndarray) -> int:
     return int(np.lexsort((value, infeasible))[0])
 
 
+#: ``cost_ratio`` of a memory-infeasible solution: worse than any feasible one (A.2).
+INFEASIBLE_RATIO = 2.0
+
+
+def cost_ratio(cost: tuple[int, float], reference: float | None) -> float:
+    """``cost``'s value over a reference value, e.g. ``H(G, D) / H(G, U)`` of REGAL's
+    reward (003 section 2.3). An infeasible ``cost`` scores ``INFEASIBLE_RATIO``; a
+    feasible one scores 1 when there is no feasible reference (``None``) or it is 0.
+    """
+    if cost[0]:
+        return INFEASIBLE_RATIO
+    return cost[1] / reference if reference else 1.0
+
+
 @dataclass(frozen=True)
 class Placement:
     """A device per op, an execution order, what the cost model says of them, and how."""

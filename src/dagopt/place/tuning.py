@@ -20,7 +20,7 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives.placement import Devices
-from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
+from dagopt.place.base import PlacementProblem, PlacerResult, cost_ratio, register_placer
 from dagopt.place.brkga import BrkgaParams, outcome_result, run_brkga
 
 GRID = {
@@ -30,13 +30,6 @@ GRID = {
     "elite_bias": (0.6, 0.7, 0.8),
 }
 SHIPPED_PARAMS = Path(__file__).resolve().parents[3] / "checkpoints" / "brkga-tuned.json"
-INFEASIBLE_RATIO = 2.0
-
-
-def _ratio(cost: tuple[int, float], reference: tuple[int, float]) -> float:
-    if cost[0]:
-        return INFEASIBLE_RATIO
-    return cost[1] / reference[1] if not reference[0] and reference[1] > 0 else 1.0
 
 
 def grid_search(
@@ -59,14 +52,15 @@ def grid_search(
         problem = PlacementProblem(graph, devices, objective)
         return run_brkga(problem, seed=seed, params=params).cost
 
-    references = [cost(g, BrkgaParams(evaluations=evaluations)) for g in graphs]
+    defaults = [cost(g, BrkgaParams(evaluations=evaluations)) for g in graphs]
+    references = [None if infeasible else value for infeasible, value in defaults]
     table = []
     for i, setting in enumerate(settings):
         try:
             params = BrkgaParams(evaluations=evaluations, **setting)
         except InputError:  # e.g. elites + mutants fill the population
             continue
-        ratios = [_ratio(cost(g, params), r) for g, r in zip(graphs, references, strict=True)]
+        ratios = [cost_ratio(cost(g, params), r) for g, r in zip(graphs, references, strict=True)]
         table.append((params, float(np.mean(ratios))))
         if progress is not None:
             progress(i + 1, len(settings))

@@ -63,7 +63,7 @@ from dagopt.nn.regal import (
     split_action,
 )
 from dagopt.objectives.placement import GIB, Devices
-from dagopt.place.base import PlacementProblem
+from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
 from dagopt.place.decode import order_keys
 from dagopt.train import rundir
@@ -72,7 +72,6 @@ from dagopt.train.rundir import MODEL_FILE
 
 REFERENCE_FILE = "reference.json"
 IMITATION_FILE = "imitation.json"
-INFEASIBLE_REWARD = -2.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +84,15 @@ class PlacementEpoch:
     best_validation_ratio: float
     improved: bool
     seconds: float
+
+
+@dataclass(frozen=True)
+class ImitationTarget:
+    """The imitated solutions of one training graph: their priority keys
+    ``(runs, n, 1)`` (the priority gene of a chromosome) and ``cost / H(G, U)`` ratios."""
+
+    keys: np.ndarray
+    ratios: list[float]
 
 
 @dataclass(frozen=True)
@@ -116,23 +124,13 @@ def _brkga_outcome(
     return run_brkga(problem, seed=seed, params=params, distributions=distributions)
 
 
-def _brkga_cost(
-    config: PlacementTrainConfig, graph: Graph, seed: int, distributions=None
-) -> tuple[int, float]:
-    return _brkga_outcome(config, graph, seed, distributions).cost
-
-
-def _ratio(cost: tuple[int, float], reference: float) -> float:
-    """``H(G, D) / H(G, U)``; an infeasible result counts as ``-INFEASIBLE_REWARD``."""
-    return -INFEASIBLE_REWARD if cost[0] else cost[1] / reference
-
-
 def _episode_ratio(
     config: PlacementTrainConfig, item: TrainingGraph, action: RegalAction, choices
 ) -> float:
     """``H(G, D) / H(G, U)`` of BRKGA with the mutant distributions ``action`` picks."""
     distributions = MutantDistributions(*action_distributions(action, choices))
-    return _ratio(_brkga_cost(config, item.graph, item.seed, distributions), item.reference)
+    outcome = _brkga_outcome(config, item.graph, item.seed, distributions)
+    return cost_ratio(outcome.cost, item.reference)
 
 
 def _cached_per_seed(
@@ -166,8 +164,8 @@ def _references(
     """``H(G, U)`` per graph seed (``None``: nothing feasible), in ``reference.json``."""
 
     def reference(seed: int) -> float | None:
-        cost = _brkga_cost(config, graphs[seed], seed)
-        return None if cost[0] else cost[1]
+        infeasible, value = _brkga_outcome(config, graphs[seed], seed).cost
+        return None if infeasible else value
 
     return _cached_per_seed(
         run_dir / REFERENCE_FILE, list(graphs), reference, "reference BRKGA runs", progress
@@ -179,11 +177,10 @@ def _imitation_targets(
     config: PlacementTrainConfig,
     training: list[TrainingGraph],
     progress: Progress | None,
-) -> dict[int, dict]:
+) -> dict[int, ImitationTarget]:
     """Per training graph seed, the priority keys of its BRKGA runs' best feasible
-    solutions (``{"keys": [[...] per run], "ratios": [cost / H(G, U) per run]}``), in
-    ``imitation.json``. Run ``r`` uses the seed ``(graph seed, 1, r)``, never the
-    reward's."""
+    solutions, kept in ``imitation.json`` as ``{"keys": [[...] per run], "ratios": [...]}``.
+    Run ``r`` uses the seed ``(graph seed, 1, r)``, never the reward's."""
     items = {item.seed: item for item in training}
 
     def targets(seed: int) -> dict:
@@ -195,12 +192,19 @@ def _imitation_targets(
             )
             if not outcome.cost[0]:
                 keys.append(order_keys(outcome.order).tolist())
-                ratios.append(_ratio(outcome.cost, item.reference))
+                ratios.append(cost_ratio(outcome.cost, item.reference))
         return {"keys": keys, "ratios": ratios}
 
-    return _cached_per_seed(
+    stored = _cached_per_seed(
         run_dir / IMITATION_FILE, list(items), targets, "imitation BRKGA runs", progress
     )
+    return {
+        seed: ImitationTarget(
+            np.asarray(stored[seed]["keys"], dtype=np.float64).reshape(-1, item.graph.num_nodes, 1),
+            stored[seed]["ratios"],
+        )
+        for seed, item in items.items()
+    }
 
 
 def _graph_set(
@@ -276,7 +280,7 @@ def _imitation_update(
     optimizer: torch.optim.Optimizer,
     config: PlacementTrainConfig,
     batch: list[TrainingGraph],
-    targets: dict[int, dict],
+    targets: dict[int, ImitationTarget],
 ) -> tuple[list[float], float]:
     """One imitation step on ``batch``: maximise the likelihood of the imitated
     priority keys under the priority gene's distributions. Returns the imitated
@@ -287,13 +291,13 @@ def _imitation_update(
     ratios, loss = [], 0.0
     for g, item in enumerate(batch):
         target = targets[item.seed]
-        if not target["keys"]:
+        if not target.ratios:
             continue
         rows = slice(int(ptr[g]), int(ptr[g + 1]))
-        keys = np.asarray(target["keys"])[..., None]
         priority = logits_alpha[rows, -1:], logits_beta[rows, -1:]
-        loss = loss - key_log_likelihood(*priority, keys, policy.config.choices) / len(batch)
-        ratios += target["ratios"]
+        likelihood = key_log_likelihood(*priority, target.keys, policy.config.choices)
+        loss = loss - likelihood / len(batch)
+        ratios += target.ratios
     if torch.is_tensor(loss):
         optimizer.zero_grad()
         loss.backward()
@@ -329,9 +333,6 @@ def train_placement(
     references = _references(run_dir, config, graphs, progress)
     training = _graph_set(config, train_seeds, graphs, references)
     validation = _graph_set(config, valid_seeds, graphs, references)
-    targets = (
-        _imitation_targets(run_dir, config, training, progress) if config.imitation_epochs else {}
-    )
 
     torch.manual_seed(config.seed)
     policy = RegalPolicy(config.policy)
@@ -354,6 +355,11 @@ def train_placement(
         start, history = 0, []
         best = validation_ratio(policy, config, validation)
         save_model(0, best)
+    targets = (
+        _imitation_targets(run_dir, config, training, progress)
+        if start < config.imitation_epochs
+        else {}
+    )
     batches = -(-len(training) // config.batch_size)
     for epoch in range(start, config.epochs):
         began = time.perf_counter()
