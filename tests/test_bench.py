@@ -13,6 +13,7 @@ from dagopt.bench.ordering import (
 from dagopt.bench.placement import (
     PlacementRun,
     gap_reduction,
+    gap_reduction_interval,
     placement_table,
     summarize_placement,
 )
@@ -83,3 +84,21 @@ def test_placement_gaps_are_geometric_means_from_the_best_known():
     table = placement_table(list(gaps.values()), ["brkga", "regal", "gp-dfs"])
     assert "| regal | 10.00 | 2 (0) |" in table and "| gp-dfs | nan | 1 (1) |" in table
     assert read_placement_runs(placement_runs_csv(runs)) == runs
+
+
+def test_gap_reduction_interval_brackets_the_estimate_and_shrinks_with_agreement():
+    rng = np.random.default_rng(1)
+    runs = []
+    for g in range(40):
+        runs += [
+            placement_run(f"g{g}", "brkga", 1.0 + rng.uniform(0.02, 0.06)),
+            placement_run(f"g{g}", "regal", 1.0 + rng.uniform(0.0, 0.04)),
+            placement_run(f"g{g}", "cp-sat", 1.0),
+        ]
+    estimate = gap_reduction(summarize_placement(runs), "runtime")
+    low, high = gap_reduction_interval(runs, "runtime")
+    assert 1.0 < low < estimate < high
+    wide = gap_reduction_interval(runs, "runtime", level=0.99)
+    assert wide[0] < low and wide[1] > high
+    with pytest.raises(ValueError, match="peak-memory"):
+        gap_reduction_interval(runs, "peak-memory")

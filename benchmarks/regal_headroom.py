@@ -1,0 +1,129 @@
+"""How much any per-op mutant distribution could help BRKGA: REGAL's ceiling (paper 003).
+
+Example (the numbers in docs/results.md):
+
+    python benchmarks/regal_headroom.py --graphs 16
+
+On validation placement graphs (never the held-out test seeds), two 16 GiB devices,
+BRKGA at 5,000 evaluations with ``--repeats`` seeds per graph. A *teacher* is a BRKGA
+run of ``--teacher-evaluations``; an *oracle* mutant distribution knows the teacher's
+solution, which no policy can, and puts ``beta(c k, c (1 - k))`` (``c`` =
+``--concentration``) on each gene with the teacher's key ``k``: its priority keys
+(``order_keys``), and 0.75 for the op's device against 0.25 for the other device.
+
+- *uniform*: standard BRKGA 5k;
+- *teacher's priority* / *teacher's devices* / *both*: the oracle on those genes only,
+  uniform on the rest;
+- *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
+
+Each row is the geometric-mean % gap from the best any row (or the teacher) found per
+graph and seed. The last column is the share of ops that two teachers (other seeds)
+put on the same device, under the better of the two device labellings: 50 % means
+their device splits are unrelated, so a per-op device preference learned from one
+good solution says nothing about another.
+"""
+
+import argparse
+
+import numpy as np
+
+from dagopt.generate.placement import generate_placement
+from dagopt.generate.seeds import validation_seeds
+from dagopt.objectives.placement import GIB, Devices
+from dagopt.place.base import PlacementProblem
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.place.decode import order_keys
+from dagopt.place.regal import load_policy, policy_distributions
+
+OBJECTIVES = ("runtime", "peak-memory")
+ROWS = ("uniform", "teacher's priority", "teacher's devices", "both", "shipped policy")
+
+
+def oracle(outcome, devices: int, concentration: float, *, priority: bool, placement: bool):
+    """Mutant distributions centred on ``outcome``'s keys for the chosen genes."""
+    n = outcome.order.size
+    keys = np.full((n, devices + 1), 0.5)
+    chosen = np.zeros(devices + 1, dtype=bool)
+    if placement:
+        keys[:, :devices] = np.where(
+            np.arange(devices)[None, :] == outcome.device_of[:, None], 0.75, 0.25
+        )
+        chosen[:devices] = True
+    if priority:
+        keys[:, -1] = order_keys(outcome.order)
+        chosen[-1] = True
+    alpha = np.where(chosen, concentration * keys, 1.0)
+    beta = np.where(chosen, concentration * (1.0 - keys), 1.0)
+    return MutantDistributions(alpha, beta)
+
+
+def device_agreement(a: np.ndarray, b: np.ndarray) -> float:
+    """Share of ops on the same device in two 2-device placements, labels matched."""
+    same = float(np.mean(a == b))
+    return max(same, 1.0 - same)
+
+
+def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
+    devices = Devices.homogeneous(2, memory=16 * GIB)
+    teacher_params = BrkgaParams(evaluations=args.teacher_evaluations)
+    gaps: dict[str, list[float]] = {row: [] for row in ROWS}
+    agreement = []
+    for seed in validation_seeds(args.graphs):
+        problem = PlacementProblem(generate_placement(seed=seed), devices, objective)
+        teachers = [run_brkga(problem, seed=[seed, 3, t], params=teacher_params) for t in (0, 1)]
+        if any(t.cost[0] for t in teachers):
+            continue
+        agreement.append(device_agreement(teachers[0].device_of, teachers[1].device_of))
+        policy = load_policy(problem, None)
+        distributions = {
+            "uniform": None,
+            "shipped policy": policy_distributions(
+                problem, policy, decode_mode="greedy", seed=seed
+            ),
+        }
+        for row, flags in (
+            ("teacher's priority", (True, False)),
+            ("teacher's devices", (False, True)),
+            ("both", (True, True)),
+        ):
+            distributions[row] = oracle(
+                teachers[0], 2, args.concentration, priority=flags[0], placement=flags[1]
+            )
+        for r in range(args.repeats):
+            costs = {
+                row: run_brkga(problem, seed=[seed, 4, r], distributions=d).cost
+                for row, d in distributions.items()
+            }
+            feasible = [value for infeasible, value in costs.values() if not infeasible]
+            best = min([*feasible, teachers[0].cost[1], teachers[1].cost[1]])
+            for row, (infeasible, value) in costs.items():
+                gaps[row].append(np.inf if infeasible else value / best)
+    return gaps, agreement
+
+
+def geomean_gap(ratios: list[float]) -> float:
+    return 100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--graphs", type=int, default=16, help="validation graphs")
+    parser.add_argument("--repeats", type=int, default=3, help="BRKGA seeds per graph")
+    parser.add_argument("--teacher-evaluations", type=int, default=30000)
+    parser.add_argument("--concentration", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    print(
+        "| objective | "
+        + " | ".join(f"{row}: gap %" for row in ROWS)
+        + " | teachers' device agreement % |"
+    )
+    print("|---" * (len(ROWS) + 2) + "|")
+    for objective in OBJECTIVES:
+        gaps, agreement = measure(objective, args)
+        cells = " | ".join(f"{geomean_gap(gaps[row]):.2f}" for row in ROWS)
+        print(f"| {objective} | {cells} | {100 * np.mean(agreement):.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
