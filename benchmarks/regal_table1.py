@@ -2,7 +2,7 @@
 
 Example (the numbers in docs/results.md):
 
-    python benchmarks/regal_table1.py --graphs 30 --cp-time-limit 10
+    python benchmarks/regal_table1.py --graphs 100 --cp-time-limit 10
 
 Every method runs on the same held-out graphs (``dagopt.bench.datasets``, seeds never
 used in training or tuning) for both objectives, two 16 GiB devices and free
