@@ -27,6 +27,7 @@ import argparse
 
 import numpy as np
 
+from dagopt.bench.placement import geomean_gap_percent
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.placement import GIB, Devices
@@ -101,10 +102,6 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
     return gaps, agreement
 
 
-def geomean_gap(ratios: list[float]) -> float:
-    return 100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graphs", type=int, default=16, help="validation graphs")
@@ -120,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * (len(ROWS) + 2) + "|")
     for objective in OBJECTIVES:
         gaps, agreement = measure(objective, args)
-        cells = " | ".join(f"{geomean_gap(gaps[row]):.2f}" for row in ROWS)
+        cells = " | ".join(f"{geomean_gap_percent(gaps[row]):.2f}" for row in ROWS)
         print(f"| {objective} | {cells} | {100 * np.mean(agreement):.1f} |")
     return 0
 

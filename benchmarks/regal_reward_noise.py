@@ -61,19 +61,17 @@ def _one_op_skewed(problem: PlacementProblem, op: int) -> MutantDistributions:
     return MutantDistributions(alpha, uniform.beta)
 
 
-def _ratio(problem, reference: float, seed: int, distributions=None) -> float:
+def _ratio(problem, reference: float | None, seed: int, distributions=None) -> float:
     return cost_ratio(run_brkga(problem, seed=seed, distributions=distributions).cost, reference)
 
 
 def _paired_ratio(problem, uniform: list, seeds: range, distributions) -> float:
-    """Mean over ``seeds`` of BRKGA's cost with ``distributions`` over its cost with
-    uniform mutants and the same seed (``uniform``)."""
+    """Mean over ``seeds`` of BRKGA's cost with ``distributions`` over standard BRKGA's
+    cost ``uniform`` with the same seed (no reference where that is infeasible)."""
+    references = [None if infeasible else value for infeasible, value in uniform]
     return float(
         np.mean(
-            [
-                cost_ratio(run_brkga(problem, seed=s, distributions=distributions).cost, c[1])
-                for s, c in zip(seeds, uniform, strict=True)
-            ]
+            [_ratio(problem, r, s, distributions) for s, r in zip(seeds, references, strict=True)]
         )
     )
 

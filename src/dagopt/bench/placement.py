@@ -109,6 +109,13 @@ def best_known(runs: Iterable[PlacementRun]) -> dict[tuple[str, str], float]:
     return best
 
 
+def geomean_gap_percent(ratios) -> float:
+    """``100 (geomean(ratios) - 1)``: a % gap from ``cost / best`` ratios (nan if none)."""
+    if len(ratios) == 0:
+        return float("nan")
+    return 100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
+
+
 def summarize_placement(runs: list[PlacementRun]) -> list[PlacementSummary]:
     """Geometric-mean % gap from the best known solution, per objective and method."""
     best = best_known(runs)
@@ -124,9 +131,7 @@ def summarize_placement(runs: list[PlacementRun]) -> list[PlacementSummary]:
                 method=method,
                 graphs=len(group),
                 infeasible=sum(r.infeasible for r in group),
-                geomean_gap_percent=100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
-                if ratios
-                else float("nan"),
+                geomean_gap_percent=geomean_gap_percent(ratios),
                 mean_seconds=float(np.mean([r.seconds for r in group])),
             )
         )
