@@ -14,6 +14,11 @@ solution, which no policy can, and puts ``beta(c k, c (1 - k))`` (``c`` =
 - *uniform*: standard BRKGA 5k;
 - *teacher's priority* / *teacher's devices* / *both*: the oracle on those genes only,
   uniform on the rest;
+- *inductor order* / *KL partition*: the same centring on solutions any compiler can
+  compute without search: priorities from ``dagopt.schedule``'s ``inductor`` order (the
+  best single-device memory order) or devices from ``gp-dfs``'s Kernighan-Lin
+  partition (``dagopt.place.baselines.partition``), uniform on the rest. They ask
+  whether a hand-made prior could stand in for a learned one;
 - *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
 
 Each row is the geometric-mean % gap from the best any row (or the teacher) found per
@@ -32,26 +37,38 @@ from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.placement import GIB, Devices
 from dagopt.place.base import PlacementProblem
+from dagopt.place.baselines import partition
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.decode import order_keys
 from dagopt.place.regal import load_policy, policy_distributions
+from dagopt.schedule import solve
 
 OBJECTIVES = ("runtime", "peak-memory")
-ROWS = ("uniform", "teacher's priority", "teacher's devices", "both", "shipped policy")
+ROWS = (
+    "uniform",
+    "teacher's priority",
+    "teacher's devices",
+    "both",
+    "inductor order",
+    "KL partition",
+    "shipped policy",
+)
 
 
-def oracle(outcome, devices: int, concentration: float, *, priority: bool, placement: bool):
-    """Mutant distributions centred on ``outcome``'s keys for the chosen genes."""
-    n = outcome.order.size
+def centred(
+    n: int, devices: int, concentration: float, *, order=None, device_of=None
+) -> MutantDistributions:
+    """Mutant distributions centred on the keys of ``order`` and/or ``device_of``.
+
+    The genes of whichever is given get ``beta(c k, c (1 - k))``; the rest stay uniform.
+    """
     keys = np.full((n, devices + 1), 0.5)
     chosen = np.zeros(devices + 1, dtype=bool)
-    if placement:
-        keys[:, :devices] = np.where(
-            np.arange(devices)[None, :] == outcome.device_of[:, None], 0.75, 0.25
-        )
+    if device_of is not None:
+        keys[:, :devices] = np.where(np.arange(devices)[None, :] == device_of[:, None], 0.75, 0.25)
         chosen[:devices] = True
-    if priority:
-        keys[:, -1] = order_keys(outcome.order)
+    if order is not None:
+        keys[:, -1] = order_keys(order)
         chosen[-1] = True
     alpha = np.where(chosen, concentration * keys, 1.0)
     beta = np.where(chosen, concentration * (1.0 - keys), 1.0)
@@ -70,7 +87,8 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
     gaps: dict[str, list[float]] = {row: [] for row in ROWS}
     agreement = []
     for seed in validation_seeds(args.graphs):
-        problem = PlacementProblem(generate_placement(seed=seed), devices, objective)
+        graph = generate_placement(seed=seed)
+        problem = PlacementProblem(graph, devices, objective)
         teachers = [run_brkga(problem, seed=[seed, 3, t], params=teacher_params) for t in (0, 1)]
         if any(t.cost[0] for t in teachers):
             continue
@@ -82,14 +100,16 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
                 problem, policy, decode_mode="greedy", seed=seed
             ),
         }
-        for row, flags in (
-            ("teacher's priority", (True, False)),
-            ("teacher's devices", (False, True)),
-            ("both", (True, True)),
+        teacher = teachers[0]
+        split = partition(graph, devices.speeds, np.random.default_rng(seed))
+        for row, centre in (
+            ("teacher's priority", {"order": teacher.order}),
+            ("teacher's devices", {"device_of": teacher.device_of}),
+            ("both", {"order": teacher.order, "device_of": teacher.device_of}),
+            ("inductor order", {"order": solve(graph, "inductor").order}),
+            ("KL partition", {"device_of": split}),
         ):
-            distributions[row] = oracle(
-                teachers[0], 2, args.concentration, priority=flags[0], placement=flags[1]
-            )
+            distributions[row] = centred(graph.num_nodes, 2, args.concentration, **centre)
         for r in range(args.repeats):
             costs = {
                 row: run_brkga(problem, seed=[seed, 4, r], distributions=d).cost
