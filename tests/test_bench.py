@@ -14,6 +14,7 @@ from dagopt.bench.placement import (
     PlacementRun,
     gap_reduction,
     gap_reduction_interval,
+    head_to_head,
     placement_table,
     summarize_placement,
 )
@@ -102,3 +103,24 @@ def test_gap_reduction_interval_brackets_the_estimate_and_shrinks_with_agreement
     assert wide[0] < low and wide[1] > high
     with pytest.raises(ValueError, match="peak-memory"):
         gap_reduction_interval(runs, "peak-memory")
+
+
+def test_head_to_head_counts_wins_ties_and_losses_on_graphs_both_solve():
+    runs = [
+        placement_run("a", "brkga", 2.0),
+        placement_run("a", "regal", 1.0),
+        placement_run("b", "brkga", 3.0),
+        placement_run("b", "regal", 3.0),
+        placement_run("c", "brkga", 1.0),
+        placement_run("c", "regal", 2.0),
+        placement_run("d", "brkga", 1.0),
+        placement_run("d", "regal", 4.0, infeasible=1),
+    ]
+    pair = head_to_head(runs, "runtime")
+    assert (pair.graphs, pair.wins, pair.ties, pair.losses) == (3, 1, 1, 1)
+    assert pair.ratio == pytest.approx(1.0)
+    runs.append(placement_run("e", "brkga", 4.0))
+    runs.append(placement_run("e", "regal", 2.0))
+    assert head_to_head(runs, "runtime").ratio == pytest.approx(0.5 ** (1 / 4))
+    with pytest.raises(ValueError, match="peak-memory"):
+        head_to_head(runs, "peak-memory")
