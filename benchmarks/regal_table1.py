@@ -17,6 +17,11 @@ geometric-mean % gap per method beside the paper's figures, the run time per gra
 how many times smaller REGAL's gap is than BRKGA 5k's, with a 90% bootstrap interval
 over the graphs (one BRKGA result moves by a few % with its seed, so a few graphs
 cannot settle the ratio), and REGAL against BRKGA 5k graph by graph.
+
+``--topologies K`` tests instead on noisy copies of ``K`` base topologies with held-out
+noise (the layout of 003's TensorFlow datasets, ``docs/placement.md``, "Recurring
+topologies"); pair it with ``--checkpoint-dir`` pointing at policies trained with the
+same ``topologies``, and a separate ``--out``.
 """
 
 import argparse
@@ -65,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         "--cp-max-ops", type=int, default=60, help="run cp-sat on graphs of at most this many ops"
     )
     parser.add_argument("--checkpoint-dir", help="directory of the regal-<objective> runs")
+    parser.add_argument(
+        "--topologies",
+        type=int,
+        default=0,
+        help="test on noisy copies of this many base topologies (0: every graph new)",
+    )
+    parser.add_argument("--noise-sigma", type=float, default=0.2, help="with --topologies")
     parser.add_argument("--out", default="bench-out/regal_table1.csv", help="CSV of every run")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
     args = parser.parse_args(argv)
@@ -84,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
     done = [r for r in done if r.method in args.methods and r.objective in args.objectives]
-    graphs = placement_test_set(args.graphs)
+    graphs = placement_test_set(
+        args.graphs, topologies=args.topologies, noise_sigma=args.noise_sigma
+    )
     names = {g.name for g in graphs}
     done = [r for r in done if r.graph in names]
     console = Console(stderr=True)
@@ -110,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     summaries = summarize_placement(runs)
     sizes = sorted(g.num_nodes for g in graphs)
     print(
-        f"{len(graphs)} held-out placement graphs ({sizes[0]} to {sizes[-1]} ops), 2 x 16 GiB "
+        f"{len(graphs)} held-out placement graphs ({sizes[0]} to {sizes[-1]} ops"
+        + (f", noisy copies of {args.topologies} topologies" if args.topologies else "")
+        + "), 2 x 16 GiB "
         f"devices, free transfers; cp-sat capped at {args.cp_time_limit:g} s on graphs of <= "
         f"{args.cp_max_ops} ops; every run in "
         f"{args.out}\n"

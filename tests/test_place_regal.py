@@ -224,3 +224,15 @@ def test_leave_one_out_baseline_training_runs(tmp_path):
         PlacementTrainConfig(baseline="leave-one-out", samples_per_graph=1)
     with pytest.raises(InputError, match="baseline must be"):
         PlacementTrainConfig(baseline="greedy")
+
+
+def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
+    config = PlacementTrainConfig.from_dict(
+        {**tiny_training(epochs=1).to_dict(), "topologies": 2, "noise_sigma": 0.3}
+    )
+    history = train_placement(tmp_path / "shared", config)
+    assert len(history) == 1 and np.isfinite(history[0].train_ratio)
+    saved = json.loads((tmp_path / "shared" / "config.json").read_text())
+    assert (saved["topologies"], saved["noise_sigma"]) == (2, 0.3)
+    with pytest.raises(InputError, match="topologies >= 0"):
+        PlacementTrainConfig(topologies=-1)

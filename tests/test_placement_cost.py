@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 
 from dagopt import Graph
 from dagopt.errors import GraphError, InputError, OrderError
-from dagopt.generate.placement import PlacementParams, generate_placement, synthetic_runtimes
+from dagopt.generate.placement import (
+    PlacementParams,
+    generate_placement,
+    noisy_copy,
+    placement_graph,
+    synthetic_runtimes,
+)
 from dagopt.objectives import peak_memory
 from dagopt.objectives.placement import (
     GIB,
@@ -407,3 +413,43 @@ def test_generator_and_runtime_errors():
     runtimes = synthetic_runtimes(1000, seed=0, median=2.0, sigma=0.5)
     assert np.median(runtimes) == pytest.approx(2.0, rel=0.1)
     np.testing.assert_array_equal(runtimes, synthetic_runtimes(1000, seed=0, median=2.0, sigma=0.5))
+
+
+def working_sets(graph: Graph) -> np.ndarray:
+    src, dst = graph.edges
+    inputs = np.bincount(dst, weights=graph.mem[src], minlength=graph.num_nodes)
+    return graph.mem + graph.param_mem + inputs
+
+
+def test_noisy_copy_keeps_the_topology_and_scales_each_op():
+    base = generate_placement(200, seed=3)
+    copy = noisy_copy(base, seed=11, sigma=0.2)
+    np.testing.assert_array_equal(copy.edges[0], base.edges[0])
+    np.testing.assert_array_equal(copy.edges[1], base.edges[1])
+    ratio = copy.node_data["runtime"] / base.node_data["runtime"]
+    assert np.std(np.log(ratio)) == pytest.approx(0.2, rel=0.25)
+    assert not np.allclose(copy.mem, base.mem)
+    assert working_sets(copy).max() <= PlacementParams().max_working_set
+    assert copy.name == f"{base.name}-noise-s11"
+    same = noisy_copy(base, seed=11, sigma=0.2)
+    np.testing.assert_array_equal(same.mem, copy.mem)
+    unchanged = noisy_copy(base, seed=11, sigma=0.0)
+    np.testing.assert_array_equal(unchanged.mem, base.mem)
+    tight = noisy_copy(base, seed=11, sigma=1.0, max_working_set=working_sets(base).max())
+    assert working_sets(tight).max() <= working_sets(base).max()
+
+
+def test_placement_graph_shares_topologies_across_seed_ranges():
+    assert placement_graph(5).name == generate_placement(seed=5).name
+    first, second = placement_graph(3, topologies=10), placement_graph(2_000_003, topologies=10)
+    np.testing.assert_array_equal(first.edges[0], second.edges[0])
+    assert not np.array_equal(first.mem, second.mem)
+    assert placement_graph(4, topologies=10).num_nodes != first.num_nodes or not np.array_equal(
+        placement_graph(4, topologies=10).edges[0], first.edges[0]
+    )
+    with pytest.raises(InputError, match="topologies"):
+        placement_graph(0, topologies=-1)
+    with pytest.raises(InputError, match="sigma"):
+        noisy_copy(first, seed=0, sigma=-1.0)
+    with pytest.raises(InputError, match="runtime"):
+        noisy_copy(Graph(2, [0], [1], mem=[1, 1]), seed=0, sigma=0.1)

@@ -98,9 +98,15 @@ def _sizes(
     reads = rng.random(num_nodes) < params.param_share
     param = np.where(reads, rng.lognormal(0.0, params.size_sigma, size=num_nodes), 0.0)
     footprint = math.exp(rng.uniform(*np.log(params.footprint_range)))
-    working_set = mem + param + np.bincount(dst, weights=mem[src], minlength=num_nodes)
-    scale = min(footprint / (mem.sum() + param.sum()), params.max_working_set / working_set.max())
+    working_set = _largest_working_set(src, dst, mem, param)
+    scale = min(footprint / (mem.sum() + param.sum()), params.max_working_set / working_set)
     return np.floor(mem * scale), np.floor(param * scale)
+
+
+def _largest_working_set(src, dst, mem: np.ndarray, param: np.ndarray) -> float:
+    """The most bytes one op needs at once: its output, parameters and inputs."""
+    inputs = np.bincount(dst, weights=mem[src], minlength=mem.size)
+    return float((mem + param + inputs).max())
 
 
 def generate_placement(
@@ -145,3 +151,60 @@ def generate_placement(
         name=name,
         node_data={"runtime": runtime, "layer": topology.node_data["layer"]},
     )
+
+
+def noisy_copy(
+    graph: Graph,
+    *,
+    seed: int,
+    sigma: float,
+    max_working_set: float = DEFAULT_PARAMS.max_working_set,
+    name: str | None = None,
+) -> Graph:
+    """``graph`` with every op's ``runtime``, ``mem`` and ``param_mem`` multiplied by
+    independent log-normal factors of median 1 and shape ``sigma``.
+
+    Paper 003 (section 3.1) augments its 372 TensorFlow graphs "by adding
+    multiplicative noise"; this is that augmentation (the paper gives no noise law or
+    scale). The topology is kept. If the noise makes some op need more than
+    ``max_working_set`` bytes, all sizes are scaled down together so that every op
+    still fits a device, as ``generate_placement`` guarantees.
+    """
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise InputError(f"noise sigma must be finite and >= 0, got {sigma}")
+    if "runtime" not in graph.node_data:
+        raise InputError(f"{graph.name}: a noisy copy needs the 'runtime' node attribute")
+    rng = np.random.default_rng(seed)
+    factors = rng.lognormal(0.0, sigma, size=(3, graph.num_nodes))
+    mem, param = graph.mem * factors[0], graph.param_mem * factors[1]
+    src, dst = graph.edges
+    scale = min(1.0, max_working_set / _largest_working_set(src, dst, mem, param))
+    node_data = dict(graph.node_data)
+    node_data["runtime"] = np.asarray(graph.node_data["runtime"]) * factors[2]
+    return Graph(
+        graph.num_nodes,
+        src,
+        dst,
+        mem=np.floor(mem * scale),
+        param_mem=np.floor(param * scale),
+        names=list(graph.names),
+        name=name or f"{graph.name}-noise-s{seed}",
+        node_data=node_data,
+    )
+
+
+def placement_graph(seed: int, *, topologies: int = 0, noise_sigma: float = 0.2) -> Graph:
+    """Graph ``seed`` of a placement dataset.
+
+    With ``topologies == 0`` (the default) every seed is its own random graph
+    (``generate_placement``). With ``topologies = K > 0`` the dataset mimics the layout
+    of paper 003's TensorFlow datasets: ``K`` base graphs (seeds ``0..K-1``) and every
+    seed a ``noisy_copy`` of base ``seed % K`` with noise seeded by ``seed``, so
+    training, validation and test graphs share topologies but not their noise.
+    """
+    if topologies < 0:
+        raise InputError(f"topologies must be >= 0, got {topologies}")
+    if topologies == 0:
+        return generate_placement(seed=seed)
+    base = generate_placement(seed=seed % topologies)
+    return noisy_copy(base, seed=seed, sigma=noise_sigma)

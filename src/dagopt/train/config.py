@@ -79,7 +79,10 @@ class PlacementTrainConfig:
     The first ``imitation_epochs`` epochs are a warm start instead of REINFORCE (beyond
     the paper; 0 turns it off): the policy's priority distributions learn to reproduce
     the orders of the best solutions of ``imitation_runs`` BRKGA runs per training graph,
-    each of ``imitation_evaluations`` evaluations.
+    each of ``imitation_evaluations`` evaluations. ``topologies`` > 0 draws the graphs
+    as noisy copies of that many base topologies, ``noise_sigma`` the log-normal shape
+    of the noise (``dagopt.generate.placement.placement_graph``; 0: every graph its own
+    topology).
     """
 
     objective: str = "runtime"
@@ -98,6 +101,8 @@ class PlacementTrainConfig:
     imitation_epochs: int = 0
     imitation_runs: int = 3
     imitation_evaluations: int = 5000
+    topologies: int = 0
+    noise_sigma: float = 0.2
     seed: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -127,6 +132,8 @@ class PlacementTrainConfig:
                 raise InputError(f"training option {name!r} must be >= 1")
         if not (self.lr > 0 and self.memory_gib > 0 and self.entropy_weight >= 0):
             raise InputError("training options need lr > 0, memory_gib > 0, entropy_weight >= 0")
+        if self.topologies < 0 or not self.noise_sigma >= 0:
+            raise InputError("training options need topologies >= 0 and noise_sigma >= 0")
         if self.baseline not in ("network", "leave-one-out"):
             raise InputError(
                 f"baseline must be 'network' or 'leave-one-out', got {self.baseline!r}"

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dagopt.generate.placement import generate_placement
+from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -329,7 +329,10 @@ def train_placement(
     )
     train_seeds = list(range(config.train_graphs))
     valid_seeds = validation_seeds(config.validation_graphs)
-    graphs = {s: generate_placement(seed=s) for s in train_seeds + valid_seeds}
+    graphs = {
+        s: placement_graph(s, topologies=config.topologies, noise_sigma=config.noise_sigma)
+        for s in train_seeds + valid_seeds
+    }
     references = _references(run_dir, config, graphs, progress)
     training = _graph_set(config, train_seeds, graphs, references)
     validation = _graph_set(config, valid_seeds, graphs, references)
