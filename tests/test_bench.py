@@ -103,6 +103,9 @@ def test_gap_reduction_interval_brackets_the_estimate_and_shrinks_with_agreement
     assert wide[0] < low and wide[1] > high
     with pytest.raises(ValueError, match="peak-memory"):
         gap_reduction_interval(runs, "peak-memory")
+    regal_best = [placement_run(f"g{g}", "regal", 1.0) for g in range(3)]
+    regal_best += [placement_run(f"g{g}", "brkga", 1.1) for g in range(3)]
+    assert gap_reduction_interval(regal_best, "runtime") == (np.inf, np.inf)
 
 
 def test_head_to_head_counts_wins_ties_and_losses_on_graphs_both_solve():

@@ -179,10 +179,12 @@ def gap_reduction_interval(
     logs = np.log(values / np.array([best[(objective, g)] for g in graphs]))
     picks = np.random.default_rng(seed).integers(0, len(graphs), size=(resamples, len(graphs)))
     gaps = np.expm1(logs[:, picks].mean(axis=2))
+    tail = 100.0 * (1.0 - level) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
         reduction = np.where(gaps[1] > 0, gaps[0] / gaps[1], np.inf)
-    tail = 100.0 * (1.0 - level) / 2.0
-    low, high = np.percentile(reduction, [tail, 100.0 - tail])
+        # Interpolating between two infinite reductions gives nan; the percentile is inf.
+        bounds = np.percentile(reduction, [tail, 100.0 - tail])
+    low, high = np.nan_to_num(bounds, nan=np.inf, posinf=np.inf)
     return float(low), float(high)
 
 
