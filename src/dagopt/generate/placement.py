@@ -12,6 +12,9 @@ runtime estimate and output sizes (section 2.1), placed on two 16 GiB devices
   scaled so the graph holds a log-uniform total of bytes in ``footprint_range``, with
   no op needing more than ``max_working_set`` bytes for itself and its inputs.
 
+``noisy_copy`` and ``placement_graph`` build datasets laid out like 003's TensorFlow
+sets: noisy copies of a few recurring topologies (section 3.1's augmentation).
+
 ``docs/generators.md`` says what this mirrors of paper 003's data and what it cannot.
 """
 
