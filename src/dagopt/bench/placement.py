@@ -109,11 +109,16 @@ def best_known(runs: Iterable[PlacementRun]) -> dict[tuple[str, str], float]:
     return best
 
 
-def geomean_gap_percent(ratios) -> float:
-    """``100 (geomean(ratios) - 1)``: a % gap from ``cost / best`` ratios (nan if none)."""
+def geomean(ratios) -> float:
+    """The geometric mean of positive ``ratios`` (nan if there are none)."""
     if len(ratios) == 0:
         return float("nan")
-    return 100.0 * (float(np.exp(np.mean(np.log(ratios)))) - 1.0)
+    return float(np.exp(np.mean(np.log(ratios))))
+
+
+def geomean_gap_percent(ratios) -> float:
+    """``100 (geomean(ratios) - 1)``: a % gap from ``cost / best`` ratios (nan if none)."""
+    return 100.0 * (geomean(ratios) - 1.0)
 
 
 def summarize_placement(runs: list[PlacementRun]) -> list[PlacementSummary]:
@@ -211,7 +216,7 @@ def head_to_head(runs: list[PlacementRun], objective: str) -> HeadToHead:
     brkga, regal = values
     return HeadToHead(
         graphs=len(graphs),
-        ratio=float(np.exp(np.mean(np.log(regal / brkga)))),
+        ratio=geomean(regal / brkga),
         wins=int(np.sum(regal < brkga)),
         ties=int(np.sum(regal == brkga)),
         losses=int(np.sum(regal > brkga)),

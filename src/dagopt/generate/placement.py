@@ -162,7 +162,6 @@ def noisy_copy(
     seed: int,
     sigma: float,
     max_working_set: float = DEFAULT_PARAMS.max_working_set,
-    name: str | None = None,
 ) -> Graph:
     """``graph`` with every op's ``runtime``, ``mem`` and ``param_mem`` multiplied by
     independent log-normal factors of median 1 and shape ``sigma``.
@@ -191,7 +190,7 @@ def noisy_copy(
         mem=np.floor(mem * scale),
         param_mem=np.floor(param * scale),
         names=list(graph.names),
-        name=name or f"{graph.name}-noise-s{seed}",
+        name=f"{graph.name}-noise-s{seed}",
         node_data=node_data,
     )
 
