@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from dagopt.errors import InputError
-from dagopt.generate.placement import generate_placement
+from dagopt.generate.placement import generate_placement, placement_graph
 from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
 from dagopt.nn.regal import RegalConfig, RegalPolicy
 from dagopt.objectives.placement import Devices
 from dagopt.place import PlacementProblem, place
-from dagopt.place.brkga import BrkgaParams, MutantDistributions
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.regal import random_search
 from dagopt.place.tuning import grid_search, read_tuned, write_tuned
 from dagopt.train.config import PlacementTrainConfig, load_config
@@ -234,5 +234,18 @@ def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
     assert len(history) == 1 and np.isfinite(history[0].train_ratio)
     saved = json.loads((tmp_path / "shared" / "config.json").read_text())
     assert (saved["topologies"], saved["noise_sigma"]) == (2, 0.3)
+    # H(G, U) of every training graph is standard BRKGA's on the noisy copy, not on
+    # the graph of the same seed in the usual dataset.
+    references = json.loads((tmp_path / "shared" / "reference.json").read_text())
+    params = BrkgaParams(evaluations=config.brkga_evaluations)
+
+    def reference(graph, seed):
+        problem = PlacementProblem(graph, Devices(), config.objective)
+        return run_brkga(problem, seed=seed, params=params).cost[1]
+
+    for seed in range(config.train_graphs):
+        copy = placement_graph(seed, topologies=2, noise_sigma=0.3)
+        assert references[str(seed)] == reference(copy, seed)
+        assert references[str(seed)] != reference(generate_placement(seed=seed), seed)
     with pytest.raises(InputError, match="topologies >= 0"):
         PlacementTrainConfig(topologies=-1)
