@@ -169,3 +169,10 @@ def test_train_placement_command_runs_and_resumes(tmp_path):
     assert json.loads((run / "config.json").read_text())["objective"] == "peak-memory"
     assert_user_error(dagopt(*args, "--config", config), "pass --resume")
     assert dagopt(*args, "--resume").exit_code == 0  # nothing left to train
+    other = ("train", "placement", "--run-dir", tmp_path / "other", "--threads", 1)
+    result = dagopt(*other, "--config", config, "--set", "brkga_evaluations=20", "--set", "seed=3")
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "other" / "config.json").read_text())
+    assert (saved["brkga_evaluations"], saved["seed"], saved["train_graphs"]) == (20, 3, 2)
+    assert_user_error(dagopt(*other, "--set", "colour=3"), "colour")
+    assert_user_error(dagopt(*other, "--set", "epochs"), "--set expects key=value")

@@ -1,15 +1,15 @@
 """``dagopt place`` and ``dagopt evaluate-placement``: ops on devices, and an order (paper 003)."""
 
-import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 import typer
 
 from dagopt.bench.timing import format_seconds
 from dagopt.cli.output import console, fmt_mem, fmt_proved
+from dagopt.cli.settings import parse_settings
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
@@ -76,20 +76,6 @@ def _runtimes(graph: Graph, estimate: bool, peak_flops: float, mem_bandwidth: fl
     return None
 
 
-def _parse_settings(settings: list[str]) -> dict[str, Any]:
-    """``key=value`` pairs; values are read as JSON when they parse (numbers, true), else text."""
-    options: dict[str, Any] = {}
-    for item in settings:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise InputError(f"--set expects key=value, got {item!r}")
-        try:
-            options[key.replace("-", "_")] = json.loads(text)
-        except json.JSONDecodeError:
-            options[key.replace("-", "_")] = text
-    return options
-
-
 def _summary(result, seconds: float | None) -> str:
     """Makespan, peaks per device and feasibility of a simulated placement, in one line."""
     peaks = ", ".join(fmt_mem(p / GIB) for p in np.asarray(result.peak_memory))
@@ -139,7 +125,7 @@ def place_command(
     graph = load(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
     runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
-    options = _parse_settings(settings or [])
+    options = parse_settings(settings or [])
     if evaluations is not None:
         options["evaluations"] = evaluations
     if checkpoint is not None:

@@ -7,6 +7,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dagopt.cli.output import console, err_console
+from dagopt.cli.settings import parse_settings
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
 
@@ -92,6 +93,14 @@ def placement(
     config: Annotated[
         Path | None, typer.Option("--config", help="JSON training config (see docs/placement.md).")
     ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Top-level training option, overriding --config's (a new run; repeatable).",
+        ),
+    ] = None,
     resume: ResumeOpt = False,
     threads: ThreadsOpt = None,
 ) -> None:
@@ -101,9 +110,12 @@ def placement(
     from dagopt.train.placement import PlacementEpoch, train_placement
 
     cfg = load_config(config, PlacementTrainConfig) if config is not None else None
+    overrides = parse_settings(settings or [])
     if objective is not None:
+        overrides["objective"] = objective
+    if overrides:
         base = cfg if cfg is not None else PlacementTrainConfig()
-        cfg = PlacementTrainConfig.from_dict({**base.to_dict(), "objective": objective})
+        cfg = PlacementTrainConfig.from_dict({**base.to_dict(), **overrides})
     if cfg is None and not resume:
         cfg = PlacementTrainConfig()
     with _progress_bar() as bar:

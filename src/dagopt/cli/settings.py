@@ -1,0 +1,20 @@
+"""``--set KEY=VALUE`` options shared by the commands that take free-form settings."""
+
+import json
+from typing import Any
+
+from dagopt.errors import InputError
+
+
+def parse_settings(settings: list[str]) -> dict[str, Any]:
+    """``key=value`` pairs; values are read as JSON when they parse (numbers, true), else text."""
+    options: dict[str, Any] = {}
+    for item in settings:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise InputError(f"--set expects key=value, got {item!r}")
+        try:
+            options[key.replace("-", "_")] = json.loads(text)
+        except json.JSONDecodeError:
+            options[key.replace("-", "_")] = text
+    return options
