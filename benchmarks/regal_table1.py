@@ -16,7 +16,10 @@ run is added to ``--out`` (CSV, rewritten atomically) as it finishes; rerunning 
 geometric-mean % gap per method beside the paper's figures, the run time per graph and
 how many times smaller REGAL's gap is than BRKGA 5k's, with a 90% bootstrap interval
 over the graphs (one BRKGA result moves by a few % with its seed, so a few graphs
-cannot settle the ratio), and REGAL against BRKGA 5k graph by graph.
+cannot settle the ratio), and REGAL against BRKGA 5k graph by graph. Last, per
+objective, on how many graphs the best known is provably optimal (it meets
+``placement_lower_bound`` or ``cp-sat`` proved it), and BRKGA 5k's and REGAL's gaps on
+the rest, where a better solution may exist.
 
 ``--topologies K`` tests instead on noisy copies of ``K`` base topologies with held-out
 noise (the layout of 003's TensorFlow datasets, ``docs/placement.md``, "Recurring
@@ -37,6 +40,7 @@ from dagopt.bench.placement import (
     gap_reduction,
     gap_reduction_interval,
     head_to_head,
+    open_graphs,
     placement_table,
     read_runs_csv,
     run_placement_methods,
@@ -45,6 +49,7 @@ from dagopt.bench.placement import (
 )
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
+from dagopt.objectives.placement import Devices, placement_lower_bound
 from dagopt.place import place
 
 METHODS = [
@@ -145,6 +150,20 @@ def main(argv: list[str] | None = None) -> int:
                 f"{objective}: on the {pair.graphs} graphs both solve, REGAL's cost is "
                 f"{pair.ratio:.4f}x BRKGA 5k's (geometric mean); REGAL lower on {pair.wins}, "
                 f"equal on {pair.ties}, higher on {pair.losses}"
+            )
+            bounds = {g.name: placement_lower_bound(g, Devices(), objective) for g in graphs}
+            proved, left_open = open_graphs(runs, objective, bounds)
+            gap = {
+                s.method: s.geomean_gap_percent
+                for s in summarize_placement([r for r in runs if r.graph in left_open])
+                if s.objective == objective
+            }
+            print(
+                f"{objective}: the best known is provably optimal on {proved.proved} of "
+                f"{proved.graphs} graphs (meets the lower bound on {proved.by_bound}, "
+                f"cp-sat proved {proved.by_cp_sat} more); on the other {len(left_open)}, "
+                f"BRKGA 5k's gap is {gap.get('brkga', float('nan')):.2f}% and REGAL's "
+                f"{gap.get('regal', float('nan')):.2f}%"
             )
     return 0
 

@@ -11,10 +11,12 @@ from dagopt.bench.ordering import (
     summarize,
 )
 from dagopt.bench.placement import (
+    Optimality,
     PlacementRun,
     gap_reduction,
     gap_reduction_interval,
     head_to_head,
+    open_graphs,
     placement_table,
     summarize_placement,
 )
@@ -127,3 +129,21 @@ def test_head_to_head_counts_wins_ties_and_losses_on_graphs_both_solve():
     assert head_to_head(runs, "runtime").ratio == pytest.approx(0.5 ** (1 / 4))
     with pytest.raises(ValueError, match="peak-memory"):
         head_to_head(runs, "peak-memory")
+
+
+def test_open_graphs_are_those_no_bound_or_proof_settles():
+    runs = [
+        placement_run("a", "brkga", 2.0),  # meets a's bound
+        placement_run("a", "regal", 2.5),
+        placement_run("b", "brkga", 3.0),
+        placement_run("b", "regal", 3.3),
+        PlacementRun("runtime", "b", 10, "cp-sat", 0, 3.0, 1.0, 0, True),  # proved
+        placement_run("c", "brkga", 5.0),  # above c's bound: open
+        placement_run("d", "brkga", 1.0, infeasible=1),  # nothing feasible: not counted
+        PlacementRun("peak-memory", "c", 10, "brkga", 0, 1.0, 0.5, 5000, None),
+    ]
+    bounds = {"a": 2.0 * (1 - 1e-12), "b": 1.0, "c": 4.0, "d": 0.5}
+    proved, left_open = open_graphs(runs, "runtime", bounds)
+    assert proved == Optimality(graphs=3, by_bound=1, by_cp_sat=1)
+    assert proved.proved == 2 and left_open == {"c"}
+    assert open_graphs(runs, "peak-memory", {"c": 0.5}) == (Optimality(1, 0, 0), {"c"})

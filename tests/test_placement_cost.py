@@ -22,13 +22,14 @@ from dagopt.generate.placement import (
     placement_graph,
     synthetic_runtimes,
 )
-from dagopt.objectives import peak_memory
+from dagopt.objectives import lower_bound, peak_memory
 from dagopt.objectives.placement import (
     GIB,
     Devices,
     DeviceSpec,
     batch_costs,
     placement_cost,
+    placement_lower_bound,
     simulate,
     simulate_batch,
 )
@@ -230,6 +231,44 @@ def test_matches_reference_simulator(graph, d, latency, bandwidth, seed):
     np.testing.assert_array_equal(r.start, start)
     np.testing.assert_array_equal(r.finish, finish)
     np.testing.assert_array_equal(r.peak_memory, peaks)
+
+
+def test_lower_bounds_by_hand():
+    # 0 -> 2 <- 1: op 2 holds both inputs and its output; two devices run 0 and 1 at once.
+    graph = Graph(3, [0, 1], [2, 2], mem=[4.0, 5.0, 1.0], param_mem=[0.0, 0.0, 2.0])
+    runtimes = np.array([3.0, 3.0, 1.0])
+    two = Devices.homogeneous(2)
+    assert placement_lower_bound(graph, two, "peak-memory") == 12.0 == lower_bound(graph)
+    assert placement_lower_bound(graph, two, "runtime", runtimes=runtimes) == 4.0
+    # Four independent ops of 3 s: the critical path is 3 s, the work 12 s over 2 devices.
+    spread = Graph(4, [], [], mem=[1.0] * 4)
+    assert placement_lower_bound(spread, two, "runtime", runtimes=np.full(4, 3.0)) == 6.0
+    fast = Devices((DeviceSpec(speed=2.0), DeviceSpec(speed=1.0)))
+    assert placement_lower_bound(graph, fast, "runtime", runtimes=runtimes) == 7.0 / 3.0
+    # Both bounds are met: 0 and 1 in parallel, then 2.
+    met = simulate(graph, two, [0, 1, 0], [0, 1, 2], runtimes=runtimes)
+    assert met.makespan == 4.0 and met.peak_memory.max() == 12.0
+    with pytest.raises(InputError, match="objective"):
+        placement_lower_bound(graph, two, "energy")
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(max_nodes=9, integer_sizes=False), st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_no_placement_beats_the_lower_bounds(graph, d, seed):
+    rng = np.random.default_rng(seed)
+    runtimes = rng.uniform(0.0, 2.0, graph.num_nodes)
+    devices = Devices(
+        tuple(DeviceSpec(speed=float(s)) for s in rng.uniform(0.5, 2.0, d)), latency=0.1
+    )
+    for _ in range(5):
+        device_of = rng.integers(0, d, graph.num_nodes)
+        order = priority_topological(graph, rng.random(graph.num_nodes))
+        result = simulate(graph, devices, device_of, order, runtimes=runtimes)
+        runtime_bound = placement_lower_bound(graph, devices, "runtime", runtimes=runtimes)
+        memory_bound = placement_lower_bound(graph, devices, "peak-memory")
+        # Sums in another order: equal up to rounding.
+        assert result.makespan >= runtime_bound * (1 - 1e-12)
+        assert result.peak_memory.max() >= memory_bound * (1 - 1e-12)
 
 
 def test_infeasible_ranks_after_feasible_under_both_objectives():

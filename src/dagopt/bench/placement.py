@@ -223,6 +223,38 @@ def head_to_head(runs: list[PlacementRun], objective: str) -> HeadToHead:
     )
 
 
+@dataclass(frozen=True)
+class Optimality:
+    """How many of an objective's ``graphs`` (those with a feasible best known) have a
+    best known that is provably optimal: equal to the lower bound (``by_bound``) or
+    proved by ``cp-sat`` (``by_cp_sat``, counting only graphs the bound leaves open)."""
+
+    graphs: int
+    by_bound: int
+    by_cp_sat: int
+
+    @property
+    def proved(self) -> int:
+        return self.by_bound + self.by_cp_sat
+
+
+def open_graphs(
+    runs: list[PlacementRun], objective: str, bounds: dict[str, float]
+) -> tuple[Optimality, set[str]]:
+    """Which graphs' best known is provably optimal, and the names of the others.
+
+    ``bounds`` maps a graph name to its ``placement_lower_bound`` for ``objective``; a
+    best known within a relative ``1e-9`` of it meets it. On the graphs left open a
+    better solution may exist, so only they can separate the search methods.
+    """
+    best = {g: v for (o, g), v in best_known(runs).items() if o == objective}
+    cp_sat = {r.graph for r in runs if r.objective == objective and r.proved_optimal}
+    by_bound = {g for g, v in best.items() if v <= bounds[g] * (1 + 1e-9)}
+    by_cp_sat = (cp_sat & best.keys()) - by_bound
+    optimality = Optimality(len(best), len(by_bound), len(by_cp_sat))
+    return optimality, set(best) - by_bound - by_cp_sat
+
+
 def placement_table(summaries: list[PlacementSummary], methods: Sequence[str]) -> str:
     """Markdown: per method and objective our gap, infeasible runs and time, beside 003's."""
     objectives = list(dict.fromkeys(s.objective for s in summaries))

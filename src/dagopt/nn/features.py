@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 
 from dagopt.graph import Graph
+from dagopt.graph.paths import csr_rows, longest_paths
 from dagopt.nn.masks import topological_masks
 
 #: Column names of ``node_features``.
@@ -29,42 +30,6 @@ FEATURE_NAMES = (
     "min_hops_to_sink",
     "max_hops_to_sink",
 )
-
-
-def _rows(ptr: np.ndarray, idx: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """The CSR rows of ``nodes``, concatenated (neighbours of a whole frontier at once)."""
-    starts = ptr[nodes]
-    counts = ptr[nodes + 1] - starts
-    shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
-    return idx[shift + np.arange(shift.size)]
-
-
-def longest_paths(
-    ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray, weight: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Longest paths into each node from the nodes of zero ``degree``, walking CSR ``ptr/idx``.
-
-    Returns the hop count and the total ``weight`` of the nodes before it on its
-    heaviest path (``weight`` defaults to zeros). Kahn generations, one numpy step per
-    level: a node joins the frontier, its values final, once all of its in-neighbours
-    have been processed.
-    """
-    n = degree.size
-    if weight is None:
-        weight = np.zeros(n)
-    hops = np.zeros(n, dtype=np.int64)
-    dist = np.zeros(n)
-    missing = degree.astype(np.int64)
-    frontier, level = np.flatnonzero(degree == 0), 0
-    while frontier.size:
-        hops[frontier] = level
-        reached = _rows(ptr, idx, frontier)
-        reach = np.repeat(dist[frontier] + weight[frontier], ptr[frontier + 1] - ptr[frontier])
-        np.maximum.at(dist, reached, reach)
-        np.subtract.at(missing, reached, 1)
-        frontier = np.unique(reached[missing[reached] == 0])
-        level += 1
-    return hops, dist
 
 
 def _hops(ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -81,7 +46,7 @@ def _hops(ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray) -> tuple[np.ndar
     frontier, level = starts, 0
     while frontier.size:
         level += 1
-        reached = _rows(ptr, idx, frontier)
+        reached = csr_rows(ptr, idx, frontier)
         frontier = np.unique(reached[shortest[reached] < 0])
         shortest[frontier] = level
     longest = longest_paths(ptr, idx, degree)[0]

@@ -31,7 +31,7 @@ from torch_geometric.utils import scatter
 
 from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.graph import Graph
-from dagopt.nn.features import longest_paths
+from dagopt.graph.paths import longest_paths
 from dagopt.objectives.placement import Devices, resolve_runtimes
 
 #: The values ``alpha`` and ``beta`` may take (section 2.3: "We discretize the possible

@@ -33,6 +33,8 @@ from numba import njit
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph, validate_order
+from dagopt.graph.paths import longest_paths
+from dagopt.objectives.memory import lower_bound
 
 GIB = float(2**30)
 OBJECTIVES = ("runtime", "peak-memory")
@@ -474,6 +476,27 @@ def placement_cost(result: PlacementResult, objective: str = "runtime") -> tuple
         return 1, result.overflow
     value = result.makespan if objective == "runtime" else float(result.peak_memory.max())
     return 0, value
+
+
+def placement_lower_bound(
+    graph: Graph, devices: Devices, objective: str, *, runtimes=None
+) -> float:
+    """A value no placement and order of ``graph`` on ``devices`` can beat (A.1).
+
+    ``peak-memory``: the largest working set of one op, its output, parameters and
+    inputs, all of which are on its device while it runs (``memory.lower_bound``, the
+    single-device bound, holds on every device). ``runtime``: the longer of
+    the critical path on the fastest device and the total work spread over every
+    device at once (transfers only add time). A search whose best value equals the
+    bound has provably found an optimum.
+    """
+    check_objective(objective)
+    if objective == "peak-memory":
+        return lower_bound(graph)
+    runtime = resolve_runtimes(graph, runtimes)
+    before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)[1]
+    critical = float((before + runtime).max(initial=0.0)) / float(devices.speeds.max())
+    return max(critical, float(runtime.sum()) / float(devices.speeds.sum()))
 
 
 def batch_costs(batch: BatchResult, objective: str = "runtime") -> tuple[np.ndarray, np.ndarray]:
