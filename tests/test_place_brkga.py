@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dagopt import Graph
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.graph import validate_order
@@ -141,3 +142,20 @@ def test_unknown_placer_and_objective():
         place(graph, "nope")
     with pytest.raises(InputError, match="unknown objective"):
         place(graph, "brkga", objective="energy")
+
+
+def test_any_method_meeting_the_lower_bound_is_proved_optimal():
+    # 0 -> 2 <- 1: running 0 and 1 side by side, then 2, meets both bounds.
+    graph = Graph(
+        3,
+        [0, 1],
+        [2, 2],
+        mem=[4.0, 5.0, 1.0],
+        param_mem=[0.0, 0.0, 2.0],
+        node_data={"runtime": [3.0, 3.0, 1.0]},
+    )
+    for objective in ("runtime", "peak-memory"):
+        result = place(graph, "brkga", objective=objective, seed=0, evaluations=200)
+        assert result.proved_optimal is True
+    # One device runs 0 and 1 one after the other: 7 s against the bound's 4 s.
+    assert place(graph, "single-device", objective="runtime").proved_optimal is None

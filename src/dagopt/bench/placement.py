@@ -16,7 +16,7 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
-from dagopt.objectives.placement import Devices
+from dagopt.objectives.placement import Devices, meets_bound
 from dagopt.place import place
 
 # Paper 003, Table 1: % gap from the best known solution (TF runtime, TF peak memory,
@@ -243,13 +243,17 @@ def open_graphs(
 ) -> tuple[Optimality, set[str]]:
     """Which graphs' best known is provably optimal, and the names of the others.
 
-    ``bounds`` maps a graph name to its ``placement_lower_bound`` for ``objective``; a
-    best known within a relative ``1e-9`` of it meets it. On the graphs left open a
+    ``bounds`` maps a graph name to its ``placement_lower_bound`` for ``objective``
+    (``meets_bound`` decides). On the graphs left open a
     better solution may exist, so only they can separate the search methods.
     """
     best = {g: v for (o, g), v in best_known(runs).items() if o == objective}
-    cp_sat = {r.graph for r in runs if r.objective == objective and r.proved_optimal}
-    by_bound = {g for g, v in best.items() if v <= bounds[g] * (1 + 1e-9)}
+    cp_sat = {
+        r.graph
+        for r in runs
+        if r.objective == objective and r.method == "cp-sat" and r.proved_optimal
+    }
+    by_bound = {g for g, v in best.items() if meets_bound(v, bounds[g])}
     by_cp_sat = (cp_sat & best.keys()) - by_bound
     optimality = Optimality(len(best), len(by_bound), len(by_cp_sat))
     return optimality, set(best) - by_bound - by_cp_sat

@@ -499,6 +499,12 @@ def placement_lower_bound(
     return max(critical, float(runtime.sum()) / float(devices.speeds.sum()))
 
 
+def meets_bound(value: float, bound: float) -> bool:
+    """Whether ``value`` reaches the lower ``bound``. Both are float sums of the same
+    terms, maybe added in another order, so a relative ``1e-9`` above it still counts."""
+    return value <= bound * (1 + 1e-9)
+
+
 def batch_costs(batch: BatchResult, objective: str = "runtime") -> tuple[np.ndarray, np.ndarray]:
     """``placement_cost`` of every row as arrays ``(infeasible, value)``.
 

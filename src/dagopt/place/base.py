@@ -19,7 +19,9 @@ from dagopt.objectives.placement import (
     Devices,
     batch_costs,
     check_objective,
+    meets_bound,
     placement_cost,
+    placement_lower_bound,
     resolve_runtimes,
     simulate,
     simulate_batch,
@@ -121,7 +123,11 @@ def place(
     time_limit: float | None = None,
     **options: Any,
 ) -> Placement:
-    """Run placer ``method`` on ``graph`` and return its re-simulated ``Placement``."""
+    """Run placer ``method`` on ``graph`` and return its re-simulated ``Placement``.
+
+    ``proved_optimal`` is the placer's claim (an exact solver's proof), or True for any
+    method when the feasible result meets ``placement_lower_bound``.
+    """
     spec = get_placer(method)
     spec.check_options(options)
     problem = PlacementProblem(graph, devices or Devices(), objective, runtimes)
@@ -131,6 +137,9 @@ def place(
     device_of = np.asarray(result.device_of, dtype=np.int64)
     order = np.asarray(result.order, dtype=np.int64)
     simulated = simulate(graph, problem.devices, device_of, order, runtimes=problem.runtimes)
+    cost = placement_cost(simulated, objective)
+    bound = placement_lower_bound(graph, problem.devices, objective, runtimes=problem.runtimes)
+    proved = not cost[0] and meets_bound(cost[1], bound)
     return Placement(
         device_of=device_of,
         order=order,
@@ -138,10 +147,10 @@ def place(
         makespan=simulated.makespan,
         peak_memory=simulated.peak_memory,
         feasible=simulated.feasible,
-        cost=placement_cost(simulated, objective),
+        cost=cost,
         method=method,
         seconds=seconds,
         evaluations=problem.evaluations,
-        proved_optimal=result.proved_optimal,
+        proved_optimal=True if proved else result.proved_optimal,
         info=dict(result.info),
     )
