@@ -244,8 +244,8 @@ def open_graphs(
     """Which graphs' best known is provably optimal, and the names of the others.
 
     ``bounds`` maps a graph name to its ``placement_lower_bound`` for ``objective``
-    (``meets_bound`` decides). On the graphs left open a
-    better solution may exist, so only they can separate the search methods.
+    (``meets_bound`` decides). On the graphs left open a better solution may exist, so
+    only they can separate the search methods.
     """
     best = {g: v for (o, g), v in best_known(runs).items() if o == objective}
     cp_sat = {
