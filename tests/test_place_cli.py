@@ -7,7 +7,7 @@ import pytest
 
 from dagopt.generate.placement import generate_placement
 from dagopt.io import load, read_placement, write_graph_json
-from dagopt.objectives.placement import Devices, simulate
+from dagopt.objectives.placement import Devices, meets_bound, placement_lower_bound, simulate
 from test_cli import DIAMOND, assert_user_error, dagopt, write_json
 
 
@@ -54,12 +54,16 @@ def test_generate_place_and_evaluate_round_trip(tmp_path):
         "peak_memory",
         "feasible",
         "seconds",
+        "proved_optimal",
     }
     assert document["method"] == "brkga" and document["objective"] == "peak-memory"
     placement = read_placement(out, graph, 2)
     simulated = simulate(graph, Devices(), placement.device_of, placement.order)
     assert document["makespan"] == pytest.approx(simulated.makespan)
     assert document["peak_memory"] == pytest.approx(simulated.peak_memory.tolist())
+    bound = placement_lower_bound(graph, Devices(), "peak-memory")
+    proved = meets_bound(simulated.peak_memory.max(), bound)
+    assert document["proved_optimal"] is (True if proved else None)
     evaluated = dagopt("evaluate-placement", graph_path, out)
     assert evaluated.exit_code == 0, evaluated.output
     assert f"makespan {simulated.makespan:.6g} s" in evaluated.stdout

@@ -1,5 +1,6 @@
 """Placement files: ``{"graph", "method", "objective", "devices": {node id: device},
-"order": [node ids], "makespan", "peak_memory": [per device], "feasible", "seconds"}``.
+"order": [node ids], "makespan", "peak_memory": [per device], "feasible", "seconds",
+"proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing is claimed).
 
 JSON object keys are strings, so ``devices`` is keyed by ``str(node id)``; ``order``
 holds the node ids exactly as in the graph file.
@@ -43,6 +44,7 @@ def write_placement(path: str | os.PathLike, graph: Graph, placement: Placement)
         "peak_memory": [float(p) for p in placement.peak_memory],
         "feasible": bool(placement.feasible),
         "seconds": float(placement.seconds),
+        "proved_optimal": placement.proved_optimal,
     }
     return write_text_atomic(path, json.dumps(document, indent=1))
 
