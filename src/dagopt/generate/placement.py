@@ -27,6 +27,7 @@ import numpy as np
 from dagopt.errors import GraphError, InputError
 from dagopt.generate.layered import PAPER_PARAMS, LayeredParams, generate_layered
 from dagopt.graph import Graph
+from dagopt.objectives.memory import largest_working_set
 
 _GIB = float(2**30)
 
@@ -101,15 +102,9 @@ def _sizes(
     reads = rng.random(num_nodes) < params.param_share
     param = np.where(reads, rng.lognormal(0.0, params.size_sigma, size=num_nodes), 0.0)
     footprint = math.exp(rng.uniform(*np.log(params.footprint_range)))
-    working_set = _largest_working_set(src, dst, mem, param)
+    working_set = largest_working_set(src, dst, mem, param)
     scale = min(footprint / (mem.sum() + param.sum()), params.max_working_set / working_set)
     return np.floor(mem * scale), np.floor(param * scale)
-
-
-def _largest_working_set(src, dst, mem: np.ndarray, param: np.ndarray) -> float:
-    """The most bytes one op needs at once: its output, parameters and inputs."""
-    inputs = np.bincount(dst, weights=mem[src], minlength=mem.size)
-    return float((mem + param + inputs).max())
 
 
 def generate_placement(
@@ -180,7 +175,7 @@ def noisy_copy(
     factors = rng.lognormal(0.0, sigma, size=(3, graph.num_nodes))
     mem, param = graph.mem * factors[0], graph.param_mem * factors[1]
     src, dst = graph.edges
-    scale = min(1.0, max_working_set / _largest_working_set(src, dst, mem, param))
+    scale = min(1.0, max_working_set / largest_working_set(src, dst, mem, param))
     node_data = dict(graph.node_data)
     node_data["runtime"] = np.asarray(graph.node_data["runtime"]) * factors[2]
     return Graph(

@@ -70,13 +70,17 @@ def peak_memory(graph: Graph, order, *, keep_outputs: bool = False) -> float:
     return memory_profile(graph, order, keep_outputs=keep_outputs).peak
 
 
+def largest_working_set(src, dst, mem: np.ndarray, param_mem: np.ndarray) -> float:
+    """The most bytes one op needs at once: ``max_v mem(v) + param_mem(v) + sum mem(preds)``
+    over the edges ``src -> dst`` (0 without ops). Takes arrays, so a generator can size
+    a graph before building it."""
+    inputs = np.bincount(dst, weights=mem[src], minlength=mem.size)
+    return float((mem + param_mem + inputs).max(initial=0.0))
+
+
 def lower_bound(graph: Graph) -> float:
-    """A cheap lower bound on the optimal peak: ``max_v mem(v) + param_mem(v) + sum mem(preds)``.
+    """A cheap lower bound on the optimal peak: the ``largest_working_set`` of ``graph``.
 
     While ``v`` runs, the outputs of all its predecessors are still live.
     """
-    if graph.num_nodes == 0:
-        return 0.0
-    src, dst = graph.edges
-    inputs = np.bincount(dst, weights=graph.mem[src], minlength=graph.num_nodes)
-    return float(np.max(graph.mem + graph.param_mem + inputs))
+    return largest_working_set(*graph.edges, graph.mem, graph.param_mem)
