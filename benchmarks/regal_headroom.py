@@ -35,7 +35,7 @@ import numpy as np
 from dagopt.bench.placement import geomean_gap_percent
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
-from dagopt.objectives.placement import GIB, Devices
+from dagopt.objectives.placement import GIB, OBJECTIVES, Devices
 from dagopt.place.base import PlacementProblem
 from dagopt.place.baselines import partition
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
@@ -43,7 +43,6 @@ from dagopt.place.decode import order_keys
 from dagopt.place.regal import load_policy, policy_distributions
 from dagopt.schedule import solve
 
-OBJECTIVES = ("runtime", "peak-memory")
 ROWS = (
     "uniform",
     "teacher's priority",

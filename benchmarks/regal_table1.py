@@ -49,7 +49,7 @@ from dagopt.bench.placement import (
 )
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
-from dagopt.objectives.placement import Devices, placement_lower_bound
+from dagopt.objectives.placement import OBJECTIVES, Devices, placement_lower_bound
 from dagopt.place import place
 
 METHODS = [
@@ -62,7 +62,6 @@ METHODS = [
     "regal",
     "single-device",
 ]
-OBJECTIVES = ["runtime", "peak-memory"]
 
 
 def main(argv: list[str] | None = None) -> int:
