@@ -14,9 +14,11 @@ solution, which no policy can, and puts ``beta(c k, c (1 - k))`` (``c`` =
 - *uniform*: standard BRKGA 5k;
 - *teacher's priority* / *teacher's devices* / *both*: the oracle on those genes only,
   uniform on the rest;
-- *inductor order* / *KL partition*: the same centring on solutions any compiler can
-  compute without search: priorities from ``dagopt.schedule``'s ``inductor`` order (the
-  best single-device memory order) or devices from ``gp-dfs``'s Kernighan-Lin
+- *inductor order* / *approx-dp order* / *KL partition*: the same centring on solutions
+  any compiler can compute without search: priorities from ``dagopt.schedule``'s
+  ``inductor`` order (a greedy single-device memory order) or ``approx-dp`` order (the
+  approximate DP of paper 000, beam 10,000: a near-minimal single-device peak, the order
+  prior of the shipped peak-memory policy), or devices from ``gp-dfs``'s Kernighan-Lin
   partition (``dagopt.place.baselines.partition``), uniform on the rest. They ask
   whether a hand-made prior could stand in for a learned one;
 - *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
@@ -35,6 +37,7 @@ import numpy as np
 from dagopt.bench.placement import geomean_gap_percent
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
+from dagopt.nn.regal import order_prior_keys
 from dagopt.objectives.placement import GIB, OBJECTIVES, Devices
 from dagopt.place.base import PlacementProblem
 from dagopt.place.baselines import partition
@@ -43,35 +46,19 @@ from dagopt.place.decode import order_keys
 from dagopt.place.regal import load_policy, policy_distributions
 from dagopt.schedule import solve
 
+#: The shipped peak-memory policy's order prior (``checkpoints/regal-peak-memory``).
+APPROX_DP = {"method": "approx-dp", "beam_width": 10000}
+
 ROWS = (
     "uniform",
     "teacher's priority",
     "teacher's devices",
     "both",
     "inductor order",
+    "approx-dp order",
     "KL partition",
     "shipped policy",
 )
-
-
-def centred(
-    n: int, devices: int, concentration: float, *, order=None, device_of=None
-) -> MutantDistributions:
-    """Mutant distributions centred on the keys of ``order`` and/or ``device_of``.
-
-    The genes of whichever is given get ``beta(c k, c (1 - k))``; the rest stay uniform.
-    """
-    keys = np.full((n, devices + 1), 0.5)
-    chosen = np.zeros(devices + 1, dtype=bool)
-    if device_of is not None:
-        keys[:, :devices] = np.where(np.arange(devices)[None, :] == device_of[:, None], 0.75, 0.25)
-        chosen[:devices] = True
-    if order is not None:
-        keys[:, -1] = order_keys(order)
-        chosen[-1] = True
-    alpha = np.where(chosen, concentration * keys, 1.0)
-    beta = np.where(chosen, concentration * (1.0 - keys), 1.0)
-    return MutantDistributions(alpha, beta)
 
 
 def device_agreement(a: np.ndarray, b: np.ndarray) -> float:
@@ -102,13 +89,16 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
         teacher = teachers[0]
         split = partition(graph, devices.speeds, np.random.default_rng(seed))
         for row, centre in (
-            ("teacher's priority", {"order": teacher.order}),
+            ("teacher's priority", {"priority_keys": order_keys(teacher.order)}),
             ("teacher's devices", {"device_of": teacher.device_of}),
-            ("both", {"order": teacher.order, "device_of": teacher.device_of}),
-            ("inductor order", {"order": solve(graph, "inductor").order}),
+            ("both", {"priority_keys": order_keys(teacher.order), "device_of": teacher.device_of}),
+            ("inductor order", {"priority_keys": order_keys(solve(graph, "inductor").order)}),
+            ("approx-dp order", {"priority_keys": order_prior_keys(graph, APPROX_DP)}),
             ("KL partition", {"device_of": split}),
         ):
-            distributions[row] = centred(graph.num_nodes, 2, args.concentration, **centre)
+            distributions[row] = MutantDistributions.centred(
+                graph.num_nodes, 2, args.concentration, **centre
+            )
         for r in range(args.repeats):
             costs = {
                 row: run_brkga(problem, seed=[seed, 4, r], distributions=d).cost

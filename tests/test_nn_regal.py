@@ -11,6 +11,7 @@ from dagopt import Graph, InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.nn.regal import (
     BETA_CHOICES,
+    ORDER_PRIOR_FEATURE,
     REGAL_EDGE_FEATURES,
     REGAL_NODE_FEATURES,
     RegalAction,
@@ -23,11 +24,14 @@ from dagopt.nn.regal import (
     action_log_prob,
     batch_inputs,
     key_log_likelihood,
+    order_prior_keys,
     regal_inputs,
     sample_actions,
     split_action,
 )
+from dagopt.objectives.memory import peak_memory
 from dagopt.objectives.placement import Devices
+from dagopt.schedule import solve
 
 F, FE = len(REGAL_NODE_FEATURES), len(REGAL_EDGE_FEATURES)
 SMALL = RegalConfig(hidden=16, rounds=2)
@@ -307,3 +311,33 @@ def test_key_log_likelihood_gradient_makes_the_keys_likelier():
         after = key_log_likelihood(stepped_a, logits_b + 0.5 * logits_b.grad, keys, choices)
     assert after > before
     assert torch.all(stepped_a.softmax(-1)[..., 1] > 0.5)
+
+
+def test_order_prior_adds_the_schedulers_keys_as_a_feature(graphs):
+    """The prior's keys rank the ops in the scheduler's order (the first op highest), the
+    policy reads them as one more column, and bad priors are one-line input errors."""
+    prior = {"method": "approx-dp", "beam_width": 100}
+    config = RegalConfig(hidden=8, rounds=1, order_prior=prior)
+    assert config.node_features == (*REGAL_NODE_FEATURES, ORDER_PRIOR_FEATURE)
+    assert RegalConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    graph = graphs[1]
+    keys = order_prior_keys(graph, prior)
+    order = np.argsort(-keys)
+    schedule = solve(graph, "approx-dp", beam_width=100)
+    assert np.array_equal(order, schedule.order)
+    assert peak_memory(graph, order) == schedule.peak_memory
+    plain = featurise(graph)
+    inputs = regal_inputs(graph, graph.node_data["runtime"], Devices(), keys)
+    assert inputs.x.shape == (graph.num_nodes, F + 1)
+    assert torch.equal(inputs.x[:, :F], plain.x)
+    assert torch.allclose(inputs.x[:, F].double(), torch.from_numpy(keys))
+    logits_alpha, _ = RegalPolicy(config)(inputs)
+    assert logits_alpha.shape == (graph.num_nodes, 3, len(BETA_CHOICES))
+    with pytest.raises(InputError, match="prior_keys need shape"):
+        regal_inputs(graph, None, Devices(), keys[:-1])
+    with pytest.raises(InputError, match="order_prior must be"):
+        RegalConfig(order_prior={"beam_width": 10})
+    with pytest.raises(InputError, match="unknown"):
+        RegalConfig(order_prior={"method": "no-such-scheduler"})
+    with pytest.raises(InputError, match="beam"):
+        RegalConfig(order_prior={"method": "inductor", "beam_width": 10})

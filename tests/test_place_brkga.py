@@ -159,3 +159,18 @@ def test_any_method_meeting_the_lower_bound_is_proved_optimal():
         assert result.proved_optimal is True
     # One device runs 0 and 1 one after the other: 7 s against the bound's 4 s.
     assert place(graph, "single-device", objective="runtime").proved_optimal is None
+
+
+def test_centred_mutants_have_the_solution_as_their_mean():
+    keys = np.array([0.9, 0.5, 0.1])
+    centred = MutantDistributions.centred(3, 2, 40.0, priority_keys=keys)
+    assert np.allclose(centred.alpha[:, -1] / (centred.alpha[:, -1] + centred.beta[:, -1]), keys)
+    assert np.all(centred.alpha[:, :2] == 1.0) and np.all(centred.beta[:, :2] == 1.0)
+    both = MutantDistributions.centred(3, 2, 40.0, device_of=np.array([0, 1, 1]))
+    assert np.allclose(both.alpha[:, :2] / 40.0, [[0.75, 0.25], [0.25, 0.75], [0.25, 0.75]])
+    assert np.all(both.alpha[:, -1] == 1.0)
+    samples = centred.sample(4000, np.random.default_rng(0))
+    assert np.allclose(samples[:, :, -1].mean(0), keys, atol=0.01)
+    assert MutantDistributions.centred(3, 2, 40.0).is_uniform
+    with pytest.raises(InputError, match="concentration must be > 0"):
+        MutantDistributions.centred(3, 2, 0.0, priority_keys=keys)

@@ -33,6 +33,8 @@ from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.graph import Graph
 from dagopt.graph.paths import longest_paths
 from dagopt.objectives.placement import Devices, resolve_runtimes
+from dagopt.place.decode import order_keys
+from dagopt.schedule import get_solver, solve
 
 #: The values ``alpha`` and ``beta`` may take (section 2.3: "We discretize the possible
 #: values"). The paper does not list its grid; this one is roughly geometric over two
@@ -61,6 +63,9 @@ REGAL_NODE_FEATURES = (
     "bytes_rel_total_memory",  # all outputs and parameters / the devices' total memory
     "critical_path_share",  # critical path / (total runtime / d)
 )
+#: The op feature a ``RegalConfig.order_prior`` adds: the op's priority key in the
+#: prior's order (``dagopt.place.decode.order_keys``: 1 for the first op, near 0 last).
+ORDER_PRIOR_FEATURE = "order_prior_key"
 #: Columns of ``RegalInputs.edge_attr``: the tensor an edge carries (its source's output).
 REGAL_EDGE_FEATURES = ("bytes_rel_limit", "bytes_log_rel_mean")
 
@@ -75,7 +80,11 @@ class RegalConfig:
     ``share_weights`` reuses one message-passing layer in every round (eq. 1 writes
     its MLPs without a round index), else each round has its own (the default);
     ``init_prob_one`` the initial probability of the choice 1.0 for every parameter
-    (the rest spread evenly), so the untrained policy stays near standard BRKGA.
+    (the rest spread evenly), so the untrained policy stays near standard BRKGA;
+    ``order_prior`` (beyond the paper; ``None``: the paper's features only) names a
+    ``dagopt.schedule`` method and its options, e.g. ``{"method": "approx-dp",
+    "beam_width": 10000}``, whose single-device memory order becomes one more op
+    feature, ``ORDER_PRIOR_FEATURE`` (``order_prior_keys``).
     """
 
     num_devices: int = 2
@@ -85,9 +94,12 @@ class RegalConfig:
     choices: tuple[float, ...] = BETA_CHOICES
     share_weights: bool = False
     init_prob_one: float = 0.5
+    order_prior: dict | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(float(c) for c in self.choices))
+        if self.order_prior is not None:
+            check_order_prior(self.order_prior)
         sizes = (self.num_devices, self.hidden, self.rounds, self.mlp_layers)
         if min(sizes) < 1:
             raise InputError(
@@ -100,6 +112,12 @@ class RegalConfig:
         if not 0 < self.init_prob_one < 1:
             raise InputError(f"init_prob_one must lie in (0, 1), got {self.init_prob_one}")
 
+    @property
+    def node_features(self) -> tuple[str, ...]:
+        """The columns of ``RegalInputs.x`` this model reads."""
+        extra = (ORDER_PRIOR_FEATURE,) if self.order_prior is not None else ()
+        return (*REGAL_NODE_FEATURES, *extra)
+
     def to_dict(self) -> dict:
         """A JSON-ready dict; ``RegalConfig.from_dict`` inverts it."""
         return {**asdict(self), "choices": list(self.choices)}
@@ -111,6 +129,25 @@ class RegalConfig:
 
 
 # ------------------------------------------------------------------------------ features
+def check_order_prior(order_prior: dict) -> None:
+    """Raise ``InputError`` unless ``order_prior`` names a scheduler and valid options."""
+    if not isinstance(order_prior, dict) or not isinstance(order_prior.get("method"), str):
+        raise InputError(f'order_prior must be {{"method": NAME, **options}}, got {order_prior!r}')
+    options = {k: v for k, v in order_prior.items() if k != "method"}
+    get_solver(order_prior["method"]).check_options(options)
+
+
+def order_prior_keys(graph: Graph, order_prior: dict) -> np.ndarray:
+    """Priority keys of the order ``order_prior``'s scheduler gives ``graph`` (one device).
+
+    ``order_prior`` is ``{"method": NAME, **options}`` for ``dagopt.schedule.solve``,
+    e.g. ``approx-dp``: a near-minimal single-device peak-memory order (paper 000).
+    """
+    check_order_prior(order_prior)
+    options = {k: v for k, v in order_prior.items() if k != "method"}
+    return order_keys(solve(graph, order_prior["method"], **options).order)
+
+
 @dataclass(frozen=True)
 class RegalInputs:
     """Tensors for one graph, or several concatenated by ``batch_inputs``.
@@ -152,10 +189,17 @@ def _mean(values: np.ndarray) -> float:
     return float(values.mean()) if values.size else 0.0
 
 
-def regal_inputs(graph: Graph, runtimes: np.ndarray | None, devices: Devices) -> RegalInputs:
+def regal_inputs(
+    graph: Graph,
+    runtimes: np.ndarray | None,
+    devices: Devices,
+    prior_keys: np.ndarray | None = None,
+) -> RegalInputs:
     """Featurise ``graph`` for REGAL: op and tensor attributes (003 section 2.1).
 
-    Node columns are ``REGAL_NODE_FEATURES``, edge columns ``REGAL_EDGE_FEATURES``.
+    Node columns are ``REGAL_NODE_FEATURES``, then ``ORDER_PRIOR_FEATURE`` when
+    ``prior_keys`` (``order_prior_keys``, one per op) are given; edge columns are
+    ``REGAL_EDGE_FEATURES``.
     Sizes are taken relative to the smallest device memory limit (what decides
     feasibility) and, as ``log1p``, to the graph's mean; runtimes relative to the mean
     and to one device's fair share ``total / d``; depth, height and the critical-path
@@ -198,8 +242,13 @@ def regal_inputs(graph: Graph, runtimes: np.ndarray | None, devices: Devices) ->
         np.full(n, (mem.sum() + param.sum()) / devices.memory_limits.sum()),
         np.full(n, float(_ratio(critical, fair_share))),
     ]
+    if prior_keys is not None:
+        prior_keys = np.asarray(prior_keys, dtype=np.float64)
+        if prior_keys.shape != (n,):
+            raise InputError(f"prior_keys need shape ({n},), got {prior_keys.shape}")
+        node.append(prior_keys)
     edge = [mem[src] / limit, np.log1p(_ratio(mem[src], _mean(mem)))]
-    x = np.stack(node, axis=1).reshape(n, len(REGAL_NODE_FEATURES))
+    x = np.stack(node, axis=1).reshape(n, len(node))
     edge_attr = np.stack(edge, axis=1).reshape(src.size, len(REGAL_EDGE_FEATURES))
     return RegalInputs(
         x=torch.from_numpy(x.astype(np.float32)),
@@ -289,7 +338,7 @@ class RegalEncoder(nn.Module):
         super().__init__()
         c = config
         self.config = c
-        self.embed_node = mlp(len(REGAL_NODE_FEATURES), c.hidden, c.hidden, c.mlp_layers)
+        self.embed_node = mlp(len(c.node_features), c.hidden, c.hidden, c.mlp_layers)
         self.embed_edge = mlp(len(REGAL_EDGE_FEATURES), c.hidden, c.hidden, c.mlp_layers)
         count = 1 if c.share_weights else c.rounds
         self.layers = nn.ModuleList(RegalLayer(c.hidden, c.mlp_layers) for _ in range(count))
@@ -486,6 +535,7 @@ def split_action(action: RegalAction, ptr: torch.Tensor) -> list[RegalAction]:
 
 __all__ = [
     "BETA_CHOICES",
+    "ORDER_PRIOR_FEATURE",
     "REGAL_EDGE_FEATURES",
     "REGAL_NODE_FEATURES",
     "RegalAction",
@@ -499,8 +549,10 @@ __all__ = [
     "action_entropy",
     "action_log_prob",
     "batch_inputs",
+    "check_order_prior",
     "key_log_likelihood",
     "mlp",
+    "order_prior_keys",
     "regal_inputs",
     "split_action",
 ]

@@ -71,6 +71,38 @@ class MutantDistributions:
         ones = np.ones((num_nodes, num_devices + 1))
         return cls(ones, ones)
 
+    @classmethod
+    def centred(
+        cls,
+        num_nodes: int,
+        num_devices: int,
+        concentration: float,
+        *,
+        priority_keys: np.ndarray | None = None,
+        device_of: np.ndarray | None = None,
+    ) -> "MutantDistributions":
+        """Mutants centred on one solution's genes, uniform on the genes not given.
+
+        Each chosen gene with key ``k`` gets ``beta(c k, c (1 - k))`` (mean ``k``,
+        ``c = concentration``): ``priority_keys`` for the priority gene (e.g.
+        ``dagopt.place.decode.order_keys`` of an order), and 0.75 for the op's device in
+        ``device_of`` against 0.25 for the others.
+        """
+        if not concentration > 0:
+            raise InputError(f"concentration must be > 0, got {concentration}")
+        keys = np.full((num_nodes, num_devices + 1), 0.5)
+        chosen = np.zeros(num_devices + 1, dtype=bool)
+        if device_of is not None:
+            own = np.arange(num_devices)[None, :] == np.asarray(device_of)[:, None]
+            keys[:, :num_devices] = np.where(own, 0.75, 0.25)
+            chosen[:num_devices] = True
+        if priority_keys is not None:
+            keys[:, -1] = priority_keys
+            chosen[-1] = True
+        alpha = np.where(chosen, concentration * keys, 1.0)
+        beta = np.where(chosen, concentration * (1.0 - keys), 1.0)
+        return cls(alpha, beta)
+
     @property
     def is_uniform(self) -> bool:
         return bool(np.all(self.alpha == 1.0) and np.all(self.beta == 1.0))

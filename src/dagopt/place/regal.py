@@ -72,17 +72,26 @@ def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
 def policy_distributions(
     problem: PlacementProblem, policy: "RegalPolicy", *, decode_mode: str, seed
 ) -> MutantDistributions:
-    """One forward pass: the mutant distributions the policy picks for ``problem``."""
+    """One forward pass: the mutant distributions the policy picks for ``problem``.
+
+    A policy with an ``order_prior`` first runs that scheduler on the graph."""
     import torch
 
-    from dagopt.nn.regal import action_distributions, regal_inputs, sample_actions
+    from dagopt.nn.regal import (
+        action_distributions,
+        order_prior_keys,
+        regal_inputs,
+        sample_actions,
+    )
 
     if decode_mode not in DECODES:
         raise InputError(f"decode must be one of {', '.join(DECODES)}, got {decode_mode!r}")
     generator = None
     if decode_mode == "sample":
         generator = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))
-    inputs = regal_inputs(problem.graph, problem.runtimes, problem.devices)
+    prior = policy.config.order_prior
+    prior_keys = None if prior is None else order_prior_keys(problem.graph, prior)
+    inputs = regal_inputs(problem.graph, problem.runtimes, problem.devices, prior_keys)
     with torch.inference_mode():
         logits = policy(inputs)
     action = sample_actions(*logits, generator=generator, greedy=decode_mode == "greedy")

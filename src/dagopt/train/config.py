@@ -79,7 +79,10 @@ class PlacementTrainConfig:
     The first ``imitation_epochs`` epochs are a warm start instead of REINFORCE (beyond
     the paper; 0 turns it off): the policy's priority distributions learn to reproduce
     the orders of the best solutions of ``imitation_runs`` BRKGA runs per training graph,
-    each of ``imitation_evaluations`` evaluations. ``topologies`` > 0 draws the graphs
+    each of ``imitation_evaluations`` evaluations. With ``imitation_prior_concentration``
+    ``c > 0`` those teachers search near the policy's ``order_prior`` order: their
+    priority mutants are ``beta(c k, c (1 - k))`` around its keys ``k``
+    (``MutantDistributions.centred``). ``topologies`` > 0 draws the graphs
     as noisy copies of that many base topologies, ``noise_sigma`` the log-normal shape
     of the noise (``dagopt.generate.placement.placement_graph``; 0: every graph its own
     topology).
@@ -101,6 +104,7 @@ class PlacementTrainConfig:
     imitation_epochs: int = 0
     imitation_runs: int = 3
     imitation_evaluations: int = 5000
+    imitation_prior_concentration: float = 0.0
     topologies: int = 0
     noise_sigma: float = 0.2
     seed: int = 0
@@ -144,6 +148,10 @@ class PlacementTrainConfig:
             raise InputError("samples_per_graph must be >= 1 (>= 2 with a leave-one-out baseline)")
         if self.imitation_epochs < 0:
             raise InputError("training option 'imitation_epochs' must be >= 0")
+        if not self.imitation_prior_concentration >= 0:
+            raise InputError("training option 'imitation_prior_concentration' must be >= 0")
+        if self.imitation_prior_concentration > 0 and self.policy.order_prior is None:
+            raise InputError("imitation_prior_concentration > 0 needs a policy order_prior")
         if self.train_graphs >= VALIDATION_SEED_BASE:
             raise InputError(f"train_graphs must be < {VALIDATION_SEED_BASE}")
 

@@ -58,6 +58,7 @@ from dagopt.nn.regal import (
     action_log_prob,
     batch_inputs,
     key_log_likelihood,
+    order_prior_keys,
     regal_inputs,
     sample_actions,
     split_action,
@@ -97,12 +98,14 @@ class ImitationTarget:
 
 @dataclass(frozen=True)
 class TrainingGraph:
-    """A graph with its features and standard BRKGA's cost ``H(G, U)`` on it."""
+    """A graph with its features, standard BRKGA's cost ``H(G, U)`` on it, and the
+    priority keys of the policy's ``order_prior`` (``None`` without one)."""
 
     seed: int
     graph: Graph
     inputs: RegalInputs
     reference: float
+    prior_keys: np.ndarray | None = None
 
 
 Progress = Callable[[str, int, int], None]
@@ -185,10 +188,18 @@ def _imitation_targets(
 
     def targets(seed: int) -> dict:
         item, keys, ratios = items[seed], [], []
+        guide = None
+        if config.imitation_prior_concentration > 0:
+            guide = MutantDistributions.centred(
+                item.graph.num_nodes,
+                config.policy.num_devices,
+                config.imitation_prior_concentration,
+                priority_keys=item.prior_keys,
+            )
         for r in range(config.imitation_runs):
             rng = np.random.default_rng([seed, 1, r])
             outcome = _brkga_outcome(
-                config, item.graph, rng, evaluations=config.imitation_evaluations
+                config, item.graph, rng, guide, evaluations=config.imitation_evaluations
             )
             if not outcome.cost[0]:
                 keys.append(order_keys(outcome.order).tolist())
@@ -212,14 +223,20 @@ def _graph_set(
     seeds: list[int],
     graphs: dict[int, Graph],
     references: dict[int, float | None],
+    progress: Progress | None,
 ) -> list[TrainingGraph]:
-    """The graphs of ``seeds`` with a feasible reference, featurised."""
-    devices = _devices(config)
-    return [
-        TrainingGraph(s, graphs[s], regal_inputs(graphs[s], None, devices), references[s])
-        for s in seeds
-        if references[s] is not None
-    ]
+    """The graphs of ``seeds`` with a feasible reference, featurised (running the
+    policy's ``order_prior`` scheduler on each, with progress, if it has one)."""
+    devices, prior = _devices(config), config.policy.order_prior
+    items = []
+    for i, s in enumerate(seeds):
+        if references[s] is not None:
+            keys = None if prior is None else order_prior_keys(graphs[s], prior)
+            inputs = regal_inputs(graphs[s], None, devices, keys)
+            items.append(TrainingGraph(s, graphs[s], inputs, references[s], keys))
+        if prior is not None and progress is not None:
+            progress(f"order prior ({prior['method']})", i + 1, len(seeds))
+    return items
 
 
 def validation_ratio(
@@ -334,8 +351,8 @@ def train_placement(
         for s in train_seeds + valid_seeds
     }
     references = _references(run_dir, config, graphs, progress)
-    training = _graph_set(config, train_seeds, graphs, references)
-    validation = _graph_set(config, valid_seeds, graphs, references)
+    training = _graph_set(config, train_seeds, graphs, references, progress)
+    validation = _graph_set(config, valid_seeds, graphs, references, progress)
 
     torch.manual_seed(config.seed)
     policy = RegalPolicy(config.policy)
