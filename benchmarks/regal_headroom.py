@@ -37,17 +37,14 @@ import numpy as np
 from dagopt.bench.placement import geomean_gap_percent
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
-from dagopt.nn.regal import order_prior_keys
 from dagopt.objectives.placement import GIB, OBJECTIVES, Devices
 from dagopt.place.base import PlacementProblem
 from dagopt.place.baselines import partition
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.decode import order_keys
+from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys
 from dagopt.place.regal import load_policy, policy_distributions
 from dagopt.schedule import solve
-
-#: The shipped peak-memory policy's order prior (``checkpoints/regal-peak-memory``).
-APPROX_DP = {"method": "approx-dp", "beam_width": 10000}
 
 ROWS = (
     "uniform",
@@ -93,7 +90,7 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
             ("teacher's devices", {"device_of": teacher.device_of}),
             ("both", {"priority_keys": order_keys(teacher.order), "device_of": teacher.device_of}),
             ("inductor order", {"priority_keys": order_keys(solve(graph, "inductor").order)}),
-            ("approx-dp order", {"priority_keys": order_prior_keys(graph, APPROX_DP)}),
+            ("approx-dp order", {"priority_keys": order_prior_keys(graph, DEFAULT_ORDER_PRIOR)}),
             ("KL partition", {"device_of": split}),
         ):
             distributions[row] = MutantDistributions.centred(

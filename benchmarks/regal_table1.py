@@ -58,6 +58,7 @@ METHODS = [
     "local-search",
     "brkga",
     "brkga-tuned",
+    "brkga-prior",
     "idrs",
     "regal",
     "single-device",

@@ -24,13 +24,13 @@ from dagopt.nn.regal import (
     action_log_prob,
     batch_inputs,
     key_log_likelihood,
-    order_prior_keys,
     regal_inputs,
     sample_actions,
     split_action,
 )
 from dagopt.objectives.memory import peak_memory
 from dagopt.objectives.placement import Devices
+from dagopt.place.prior import order_prior_keys
 from dagopt.schedule import solve
 
 F, FE = len(REGAL_NODE_FEATURES), len(REGAL_EDGE_FEATURES)

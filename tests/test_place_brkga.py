@@ -16,6 +16,8 @@ from dagopt.place import PlacementProblem, place
 from dagopt.place.base import INFEASIBLE_RATIO, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.decode import decode, order_keys
+from dagopt.place.prior import DEFAULT_ORDER_PRIOR
+from dagopt.schedule import solve
 from dags import dags
 
 
@@ -174,3 +176,22 @@ def test_centred_mutants_have_the_solution_as_their_mean():
     assert MutantDistributions.centred(3, 2, 40.0).is_uniform
     with pytest.raises(InputError, match="concentration must be > 0"):
         MutantDistributions.centred(3, 2, 0.0, priority_keys=keys)
+
+
+def test_brkga_prior_searches_around_the_memory_order():
+    """With a huge concentration every chromosome's priorities are the prior's keys, so
+    the first population decodes to approx-dp's single-device order."""
+    graph = generate_placement(40, seed=2)
+    result = place(
+        graph,
+        "brkga-prior",
+        objective="peak-memory",
+        seed=0,
+        concentration=1e7,
+        population=30,
+        evaluations=30,
+    )
+    assert np.array_equal(result.order, solve(graph, **DEFAULT_ORDER_PRIOR).order)
+    assert result.evaluations == 30
+    with pytest.raises(InputError, match="concentration must be > 0"):
+        place(graph, "brkga-prior", concentration=0.0)

@@ -13,10 +13,11 @@ import torch
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement, placement_graph
 from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
-from dagopt.nn.regal import RegalConfig, RegalPolicy, order_prior_keys
+from dagopt.nn.regal import RegalConfig, RegalPolicy
 from dagopt.objectives.placement import Devices
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.place.prior import order_prior_keys
 from dagopt.place.regal import random_search
 from dagopt.place.tuning import grid_search, read_tuned, write_tuned
 from dagopt.train.config import PlacementTrainConfig, load_config

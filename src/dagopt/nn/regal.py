@@ -33,8 +33,7 @@ from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.graph import Graph
 from dagopt.graph.paths import longest_paths
 from dagopt.objectives.placement import Devices, resolve_runtimes
-from dagopt.place.decode import order_keys
-from dagopt.schedule import get_solver, solve
+from dagopt.place.prior import check_order_prior
 
 #: The values ``alpha`` and ``beta`` may take (section 2.3: "We discretize the possible
 #: values"). The paper does not list its grid; this one is roughly geometric over two
@@ -84,7 +83,7 @@ class RegalConfig:
     ``order_prior`` (beyond the paper; ``None``: the paper's features only) names a
     ``dagopt.schedule`` method and its options, e.g. ``{"method": "approx-dp",
     "beam_width": 10000}``, whose single-device memory order becomes one more op
-    feature, ``ORDER_PRIOR_FEATURE`` (``order_prior_keys``).
+    feature, ``ORDER_PRIOR_FEATURE`` (``dagopt.place.prior.order_prior_keys``).
     """
 
     num_devices: int = 2
@@ -129,25 +128,6 @@ class RegalConfig:
 
 
 # ------------------------------------------------------------------------------ features
-def check_order_prior(order_prior: dict) -> None:
-    """Raise ``InputError`` unless ``order_prior`` names a scheduler and valid options."""
-    if not isinstance(order_prior, dict) or not isinstance(order_prior.get("method"), str):
-        raise InputError(f'order_prior must be {{"method": NAME, **options}}, got {order_prior!r}')
-    options = {k: v for k, v in order_prior.items() if k != "method"}
-    get_solver(order_prior["method"]).check_options(options)
-
-
-def order_prior_keys(graph: Graph, order_prior: dict) -> np.ndarray:
-    """Priority keys of the order ``order_prior``'s scheduler gives ``graph`` (one device).
-
-    ``order_prior`` is ``{"method": NAME, **options}`` for ``dagopt.schedule.solve``,
-    e.g. ``approx-dp``: a near-minimal single-device peak-memory order (paper 000).
-    """
-    check_order_prior(order_prior)
-    options = {k: v for k, v in order_prior.items() if k != "method"}
-    return order_keys(solve(graph, order_prior["method"], **options).order)
-
-
 @dataclass(frozen=True)
 class RegalInputs:
     """Tensors for one graph, or several concatenated by ``batch_inputs``.
@@ -198,7 +178,7 @@ def regal_inputs(
     """Featurise ``graph`` for REGAL: op and tensor attributes (003 section 2.1).
 
     Node columns are ``REGAL_NODE_FEATURES``, then ``ORDER_PRIOR_FEATURE`` when
-    ``prior_keys`` (``order_prior_keys``, one per op) are given; edge columns are
+    ``prior_keys`` (``dagopt.place.prior.order_prior_keys``, one per op) are given; edge columns are
     ``REGAL_EDGE_FEATURES``.
     Sizes are taken relative to the smallest device memory limit (what decides
     feasibility) and, as ``log1p``, to the graph's mean; runtimes relative to the mean
@@ -549,10 +529,8 @@ __all__ = [
     "action_entropy",
     "action_log_prob",
     "batch_inputs",
-    "check_order_prior",
     "key_log_likelihood",
     "mlp",
-    "order_prior_keys",
     "regal_inputs",
     "split_action",
 ]

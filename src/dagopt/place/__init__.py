@@ -1,6 +1,6 @@
 """Placement solvers (paper 003): a device per op and an order, one signature, a registry."""
 
-from dagopt.place import baselines, brkga, cpsat, regal, tuning  # noqa: F401  (registers placers)
+from dagopt.place import baselines, brkga, cpsat, prior, regal, tuning  # noqa: F401  (registers placers)
 from dagopt.place.base import (
     PLACERS,
     Placement,

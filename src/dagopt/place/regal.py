@@ -31,6 +31,7 @@ from dagopt.place.brkga import (
     run_brkga,
 )
 from dagopt.place.decode import decode as decode_chromosomes
+from dagopt.place.prior import order_prior_keys
 
 if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at registration
     from dagopt.nn.regal import RegalPolicy
@@ -77,12 +78,7 @@ def policy_distributions(
     A policy with an ``order_prior`` first runs that scheduler on the graph."""
     import torch
 
-    from dagopt.nn.regal import (
-        action_distributions,
-        order_prior_keys,
-        regal_inputs,
-        sample_actions,
-    )
+    from dagopt.nn.regal import action_distributions, regal_inputs, sample_actions
 
     if decode_mode not in DECODES:
         raise InputError(f"decode must be one of {', '.join(DECODES)}, got {decode_mode!r}")

@@ -58,7 +58,6 @@ from dagopt.nn.regal import (
     action_log_prob,
     batch_inputs,
     key_log_likelihood,
-    order_prior_keys,
     regal_inputs,
     sample_actions,
     split_action,
@@ -67,6 +66,7 @@ from dagopt.objectives.placement import GIB, Devices
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
 from dagopt.place.decode import order_keys
+from dagopt.place.prior import order_prior_keys
 from dagopt.train import rundir
 from dagopt.train.config import PlacementTrainConfig
 from dagopt.train.rundir import MODEL_FILE
