@@ -30,8 +30,8 @@ from dagopt.schedule import get_solver, solve
 
 #: The prior of ``brkga-prior`` and of the shipped peak-memory REGAL policy.
 DEFAULT_ORDER_PRIOR = {"method": "approx-dp", "beam_width": 10000}
-#: ``brkga-prior``'s concentration ``c``, chosen on validation graphs (0.9769 of standard
-#: BRKGA's peak at 100, against 0.9797 at 50 and 0.9858 at 20; ``docs/placement.md``).
+#: ``brkga-prior``'s concentration ``c``, chosen on validation graphs
+#: (``benchmarks/regal_prior_concentration.py``, ``docs/placement.md``).
 DEFAULT_CONCENTRATION = 100.0
 
 
