@@ -178,8 +178,8 @@ def regal_inputs(
     """Featurise ``graph`` for REGAL: op and tensor attributes (003 section 2.1).
 
     Node columns are ``REGAL_NODE_FEATURES``, then ``ORDER_PRIOR_FEATURE`` when
-    ``prior_keys`` (``dagopt.place.prior.order_prior_keys``, one per op) are given; edge columns are
-    ``REGAL_EDGE_FEATURES``.
+    ``prior_keys`` (``dagopt.place.prior.order_prior_keys``, one per op) are given;
+    edge columns are ``REGAL_EDGE_FEATURES``.
     Sizes are taken relative to the smallest device memory limit (what decides
     feasibility) and, as ``log1p``, to the graph's mean; runtimes relative to the mean
     and to one device's fair share ``total / d``; depth, height and the critical-path

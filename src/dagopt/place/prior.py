@@ -35,20 +35,25 @@ DEFAULT_ORDER_PRIOR = {"method": "approx-dp", "beam_width": 10000}
 DEFAULT_CONCENTRATION = 100.0
 
 
-def check_order_prior(order_prior: dict) -> None:
-    """Raise ``InputError`` unless ``order_prior`` names a scheduler and valid options."""
+def _scheduler(order_prior: dict) -> tuple[str, dict]:
+    """``order_prior`` split into its scheduler's name and options, both validated."""
     if not isinstance(order_prior, dict) or not isinstance(order_prior.get("method"), str):
         raise InputError(f'order_prior must be {{"method": NAME, **options}}, got {order_prior!r}')
     options = {k: v for k, v in order_prior.items() if k != "method"}
     get_solver(order_prior["method"]).check_options(options)
+    return order_prior["method"], options
+
+
+def check_order_prior(order_prior: dict) -> None:
+    """Raise ``InputError`` unless ``order_prior`` names a scheduler and valid options."""
+    _scheduler(order_prior)
 
 
 def order_prior_keys(graph: Graph, order_prior: dict) -> np.ndarray:
     """Priority keys (``dagopt.place.decode.order_keys``) of the order the scheduler
     ``order_prior`` gives ``graph`` on one device: 1 for its first op, near 0 last."""
-    check_order_prior(order_prior)
-    options = {k: v for k, v in order_prior.items() if k != "method"}
-    return order_keys(solve(graph, order_prior["method"], **options).order)
+    method, options = _scheduler(order_prior)
+    return order_keys(solve(graph, method, **options).order)
 
 
 @register_placer(
