@@ -26,7 +26,9 @@ from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--graphs", type=int, default=50, help="validation graphs")
-    parser.add_argument("--concentrations", type=float, nargs="+", default=[7, 20, 50, 100])
+    parser.add_argument(
+        "--concentrations", type=float, nargs="+", default=[7, 20, 50, 100, 300, 1000, 3000, 10000]
+    )
     args = parser.parse_args(argv)
     devices = Devices.homogeneous(2, memory=16 * GIB)
     ratios: dict[float, list[float]] = {c: [] for c in args.concentrations}

@@ -11,6 +11,7 @@ from dagopt import Graph, InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.nn.regal import (
     BETA_CHOICES,
+    MEAN_CLIP,
     ORDER_PRIOR_FEATURE,
     REGAL_EDGE_FEATURES,
     REGAL_NODE_FEATURES,
@@ -23,6 +24,7 @@ from dagopt.nn.regal import (
     action_entropy,
     action_log_prob,
     batch_inputs,
+    beta_grid,
     key_log_likelihood,
     regal_inputs,
     sample_actions,
@@ -159,49 +161,50 @@ def test_shared_weights_use_one_layer():
 def test_policy_logits_and_initial_bias(graphs):
     graph = graphs[0]
     policy = RegalPolicy(RegalConfig(num_devices=3, hidden=16))
-    logits_alpha, logits_beta = policy(featurise(graph, Devices.homogeneous(3)))
+    logits_first, logits_second = policy(featurise(graph, Devices.homogeneous(3)))
     shape = (graph.num_nodes, 4, len(BETA_CHOICES))
-    assert logits_alpha.shape == shape and logits_beta.shape == shape
-    probs = torch.softmax(logits_alpha, -1)
+    assert logits_first.shape == shape and logits_second.shape == shape
+    probs = torch.softmax(logits_first, -1)
     one = BETA_CHOICES.index(1.0)
     assert torch.allclose(probs[..., one], torch.tensor(0.5))
-    greedy = sample_actions(logits_alpha, logits_beta, greedy=True)
-    assert (greedy.alpha_index == one).all() and (greedy.beta_index == one).all()
+    greedy = sample_actions(logits_first, logits_second, greedy=True)
+    assert (greedy.first_index == one).all() and (greedy.second_index == one).all()
 
 
 def test_actions(graphs):
     torch.manual_seed(1)
-    logits_alpha = torch.randn(graphs[1].num_nodes, 3, len(BETA_CHOICES))
-    logits_beta = torch.randn_like(logits_alpha)
+    logits_first = torch.randn(graphs[1].num_nodes, 3, len(BETA_CHOICES))
+    logits_second = torch.randn_like(logits_first)
     generator = torch.Generator().manual_seed(3)
-    action = sample_actions(logits_alpha, logits_beta, generator=generator)
-    again = sample_actions(logits_alpha, logits_beta, generator=torch.Generator().manual_seed(3))
-    assert torch.equal(action.alpha_index, again.alpha_index)
-    for index in (action.alpha_index, action.beta_index):
-        assert index.shape == logits_alpha.shape[:2] and index.dtype == torch.long
+    action = sample_actions(logits_first, logits_second, generator=generator)
+    again = sample_actions(logits_first, logits_second, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(action.first_index, again.first_index)
+    for index in (action.first_index, action.second_index):
+        assert index.shape == logits_first.shape[:2] and index.dtype == torch.long
         assert index.min() >= 0 and index.max() < len(BETA_CHOICES)
-    greedy = sample_actions(logits_alpha, logits_beta, greedy=True)
-    assert torch.equal(greedy.alpha_index, logits_alpha.argmax(-1))
-    assert torch.equal(greedy.beta_index, logits_beta.argmax(-1))
+    greedy = sample_actions(logits_first, logits_second, greedy=True)
+    assert torch.equal(greedy.first_index, logits_first.argmax(-1))
+    assert torch.equal(greedy.second_index, logits_second.argmax(-1))
 
-    log_a, log_b = logits_alpha.log_softmax(-1), logits_beta.log_softmax(-1)
+    log_a, log_b = logits_first.log_softmax(-1), logits_second.log_softmax(-1)
     manual = sum(
-        log_a[v, j, action.alpha_index[v, j]] + log_b[v, j, action.beta_index[v, j]]
-        for v in range(logits_alpha.shape[0])
+        log_a[v, j, action.first_index[v, j]] + log_b[v, j, action.second_index[v, j]]
+        for v in range(logits_first.shape[0])
         for j in range(3)
     )
-    assert action_log_prob(logits_alpha, logits_beta, action) == pytest.approx(float(manual))
+    assert action_log_prob(logits_first, logits_second, action) == pytest.approx(float(manual))
 
-    entropy = action_entropy(logits_alpha, logits_beta)
+    entropy = action_entropy(logits_first, logits_second)
     assert 0 < entropy < np.log(len(BETA_CHOICES))
-    uniform = torch.zeros_like(logits_alpha)
+    uniform = torch.zeros_like(logits_first)
     assert action_entropy(uniform, uniform) == pytest.approx(np.log(len(BETA_CHOICES)))
 
-    alpha, beta = action_distributions(action, BETA_CHOICES)
+    alpha, beta = action_distributions(action, beta_grid(RegalConfig(), featurise(graphs[1])))
     for array in (alpha, beta):
         assert array.shape == (graphs[1].num_nodes, 3) and array.dtype == np.float64
         assert np.isin(array, BETA_CHOICES).all()
-    assert np.array_equal(alpha, np.array(BETA_CHOICES)[action.alpha_index.numpy()])
+    assert np.array_equal(alpha, np.array(BETA_CHOICES)[action.first_index.numpy()])
+    assert np.array_equal(beta, np.array(BETA_CHOICES)[action.second_index.numpy()])
 
 
 def test_batched_forward_matches_single_graphs(graphs):
@@ -211,21 +214,21 @@ def test_batched_forward_matches_single_graphs(graphs):
     batched, ptr = batch_inputs(items)
     assert ptr.tolist() == [0, 12, 52, 77] and batched.num_graphs == 3
     assert batched.batch.tolist() == [0] * 12 + [1] * 40 + [2] * 25
-    logits_alpha, logits_beta = policy(batched)
+    logits_first, logits_second = policy(batched)
     values = baseline(batched)
     assert values.shape == (3,)
     assert torch.allclose(baseline(batched, batched.batch, 3), values)
-    action = sample_actions(logits_alpha, logits_beta, generator=torch.Generator().manual_seed(0))
-    per_graph = action_log_prob(logits_alpha, logits_beta, action, ptr=ptr)
+    action = sample_actions(logits_first, logits_second, generator=torch.Generator().manual_seed(0))
+    per_graph = action_log_prob(logits_first, logits_second, action, ptr=ptr)
     for g, (item, part) in enumerate(zip(items, split_action(action, ptr), strict=True)):
         rows = slice(int(ptr[g]), int(ptr[g + 1]))
-        alone_alpha, alone_beta = policy(item)
-        assert torch.allclose(alone_alpha, logits_alpha[rows], atol=1e-5)
-        assert torch.allclose(alone_beta, logits_beta[rows], atol=1e-5)
+        alone_first, alone_second = policy(item)
+        assert torch.allclose(alone_first, logits_first[rows], atol=1e-5)
+        assert torch.allclose(alone_second, logits_second[rows], atol=1e-5)
         value = baseline(item)
         assert value.shape == () and torch.allclose(value, values[g], atol=1e-5)
-        assert torch.equal(part.alpha_index, action.alpha_index[rows])
-        single = action_log_prob(alone_alpha, alone_beta, part)
+        assert torch.equal(part.first_index, action.first_index[rows])
+        single = action_log_prob(alone_first, alone_second, part)
         assert torch.allclose(single, per_graph[g], atol=1e-4)
 
 
@@ -237,13 +240,13 @@ def test_reinforce_step_updates_both_networks(graphs):
     optimizer = torch.optim.Adam(parameters, lr=1e-2)
     batched, ptr = batch_inputs([featurise(graph) for graph in graphs])
     for _ in range(2):  # the heads' zero-initialised last layers open up after one step
-        logits_alpha, logits_beta = policy(batched)
-        action = sample_actions(logits_alpha, logits_beta)
+        logits_first, logits_second = policy(batched)
+        action = sample_actions(logits_first, logits_second)
         reward = torch.tensor([-0.9, -1.1, -1.0])
         advantage = reward - baseline(batched)
-        log_prob = action_log_prob(logits_alpha, logits_beta, action, ptr=ptr)
+        log_prob = action_log_prob(logits_first, logits_second, action, ptr=ptr)
         loss = (-advantage.detach() * log_prob + advantage.square()).mean()
-        loss = loss - 0.01 * action_entropy(logits_alpha, logits_beta)
+        loss = loss - 0.01 * action_entropy(logits_first, logits_second)
         optimizer.zero_grad()
         loss.backward()
         assert all(p.grad is None or torch.isfinite(p.grad).all() for p in parameters)
@@ -255,10 +258,11 @@ def test_reinforce_step_updates_both_networks(graphs):
 def test_action_helpers_on_an_empty_graph():
     logits = torch.zeros(0, 3, len(BETA_CHOICES))
     action = sample_actions(logits, logits)
-    assert action.alpha_index.shape == (0, 3)
+    assert action.first_index.shape == (0, 3)
     assert float(action_log_prob(logits, logits, action)) == 0.0
     assert isinstance(action, RegalAction)
-    assert action_distributions(action)[0].shape == (0, 3)
+    grid = (torch.ones(0, 3, len(BETA_CHOICES), len(BETA_CHOICES)),) * 2
+    assert action_distributions(action, grid)[0].shape == (0, 3)
 
 
 def test_runtimes_are_validated():
@@ -268,24 +272,37 @@ def test_runtimes_are_validated():
         regal_inputs(graph, np.array([1.0, -1.0, 1.0]), Devices())
 
 
-def test_key_log_likelihood_is_the_beta_mixture():
+@pytest.mark.parametrize("parameterisation", ["alpha-beta", "centred"])
+def test_key_log_likelihood_is_the_beta_mixture(parameterisation):
     """Two ops with two genes each: the mixture density checked against scipy's beta
-    pdf summed over every (alpha, beta) pair by hand."""
+    pdf summed over every pair of choices by hand (the same alpha and beta on every
+    gene for "alpha-beta"; per-gene means around the prior's keys for "centred")."""
     from scipy.stats import beta as beta_dist
 
     generator = torch.Generator().manual_seed(0)
     choices = (0.5, 1.0, 4.0)
-    logits_a = torch.randn(2, 2, 3, generator=generator)
-    logits_b = torch.randn(2, 2, 3, generator=generator)
+    prior = {"method": "approx-dp", "beam_width": 10} if parameterisation == "centred" else None
+    config = RegalConfig(
+        num_devices=1, choices=choices, parameterisation=parameterisation, order_prior=prior
+    )
+    graph = chain(2)
+    keys_prior = None if prior is None else order_prior_keys(graph, prior)
+    inputs = regal_inputs(graph, None, Devices.homogeneous(1), keys_prior)
+    grid = beta_grid(config, inputs)
+    width = tuple(len(v) for v in config.head_choices)
+    logits_a = torch.randn(2, 2, width[0], generator=generator)
+    logits_b = torch.randn(2, 2, width[1], generator=generator)
     keys = np.array([[[0.1, 0.7], [0.5, 0.99]], [[0.3, 0.2], [0.8, 0.05]]])
     pa, pb = logits_a.softmax(-1).numpy(), logits_b.softmax(-1).numpy()
+    alpha, beta = (values.numpy() for values in grid)
     expected = np.mean(
         [
             np.log(
                 sum(
-                    pa[v, j, i] * pb[v, j, k] * beta_dist.pdf(keys[m, v, j], ci, ck)
-                    for i, ci in enumerate(choices)
-                    for k, ck in enumerate(choices)
+                    pa[v, j, i] * pb[v, j, k] * beta_dist.pdf(keys[m, v, j], *params)
+                    for i in range(width[0])
+                    for k in range(width[1])
+                    for params in [(alpha[v, j, i, k], beta[v, j, i, k])]
                 )
             )
             for m in range(2)
@@ -293,8 +310,54 @@ def test_key_log_likelihood_is_the_beta_mixture():
             for j in range(2)
         ]
     )
-    got = key_log_likelihood(logits_a, logits_b, keys, choices)
+    got = key_log_likelihood(logits_a, logits_b, keys, grid)
     assert got.item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_centred_parameterisation(graphs):
+    """ "centred": a concentration c and a mean clip(m0 + shift) per gene, m0 the op's
+    prior key for the priority gene and 0.5 for the device genes (and the priority gene
+    without a prior); the untrained policy's modes are c = 2 and shift 0, so uniform
+    device mutants and broad priority mutants around the prior."""
+    prior = {"method": "approx-dp", "beam_width": 100}
+    shifts = (-0.3, 0.0, 0.3)
+    config = RegalConfig(
+        hidden=8,
+        rounds=1,
+        order_prior=prior,
+        parameterisation="centred",
+        choices=(2.0, 100.0),
+        shifts=shifts,
+    )
+    assert RegalConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    graph = graphs[1]
+    keys = order_prior_keys(graph, prior)
+    inputs = regal_inputs(graph, None, Devices(), keys)
+    alpha, beta = beta_grid(config, inputs)
+    assert alpha.shape == beta.shape == (graph.num_nodes, 3, 2, 3)
+    assert torch.allclose(alpha + beta, torch.tensor([2.0, 100.0]).double()[:, None])
+    mean = (alpha / (alpha + beta)).numpy()
+    expected = np.clip(keys[:, None, None] + np.array(shifts), MEAN_CLIP, 1 - MEAN_CLIP)
+    assert np.allclose(mean[:, 2], np.broadcast_to(expected, mean[:, 2].shape), atol=1e-6)
+    device_means = np.clip(0.5 + np.array(shifts), MEAN_CLIP, 1 - MEAN_CLIP)
+    assert np.allclose(mean[:, :2], device_means)
+    no_prior = RegalConfig(parameterisation="centred", choices=(2.0, 100.0), shifts=shifts)
+    no_prior_alpha, _ = beta_grid(no_prior, featurise(graph))
+    assert torch.allclose(no_prior_alpha[:, 2], alpha[:, 0])
+
+    action = sample_actions(*RegalPolicy(config)(inputs), greedy=True)
+    mutant_alpha, mutant_beta = action_distributions(action, (alpha, beta))
+    assert np.allclose(mutant_alpha[:, :2], 1.0) and np.allclose(mutant_beta[:, :2], 1.0)
+    assert np.allclose(mutant_alpha[:, 2], 2 * keys, atol=1e-6)
+    assert np.allclose(mutant_beta[:, 2], 2 * (1 - keys), atol=1e-6)
+    for bad, fragment in (
+        ({"parameterisation": "mean"}, "parameterisation must be"),
+        ({"shifts": ()}, "shifts need"),
+        ({"shifts": (0.0, 0.0)}, "shifts need"),
+        ({"shifts": (0.0, 1.0)}, "shifts need"),
+    ):
+        with pytest.raises(InputError, match=fragment):
+            RegalConfig(**bad)
 
 
 def test_key_log_likelihood_gradient_makes_the_keys_likelier():
@@ -304,11 +367,12 @@ def test_key_log_likelihood_gradient_makes_the_keys_likelier():
     keys = np.random.default_rng(0).beta(4.0, 1.0, size=(400, 50, 2))
     logits_a = torch.zeros(50, 2, 2, requires_grad=True)
     logits_b = torch.zeros(50, 2, 2, requires_grad=True)
-    before = key_log_likelihood(logits_a, logits_b, keys, choices)
+    grid = beta_grid(RegalConfig(num_devices=1, choices=choices), featurise(chain(50)))
+    before = key_log_likelihood(logits_a, logits_b, keys, grid)
     before.backward()
     with torch.no_grad():
         stepped_a = logits_a + 0.5 * logits_a.grad
-        after = key_log_likelihood(stepped_a, logits_b + 0.5 * logits_b.grad, keys, choices)
+        after = key_log_likelihood(stepped_a, logits_b + 0.5 * logits_b.grad, keys, grid)
     assert after > before
     assert torch.all(stepped_a.softmax(-1)[..., 1] > 0.5)
 
@@ -331,8 +395,8 @@ def test_order_prior_adds_the_schedulers_keys_as_a_feature(graphs):
     assert inputs.x.shape == (graph.num_nodes, F + 1)
     assert torch.equal(inputs.x[:, :F], plain.x)
     assert torch.allclose(inputs.x[:, F].double(), torch.from_numpy(keys))
-    logits_alpha, _ = RegalPolicy(config)(inputs)
-    assert logits_alpha.shape == (graph.num_nodes, 3, len(BETA_CHOICES))
+    logits_first, _ = RegalPolicy(config)(inputs)
+    assert logits_first.shape == (graph.num_nodes, 3, len(BETA_CHOICES))
     with pytest.raises(InputError, match="prior_keys need shape"):
         regal_inputs(graph, None, Devices(), keys[:-1])
     with pytest.raises(InputError, match="order_prior must be"):

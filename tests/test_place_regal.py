@@ -13,13 +13,21 @@ import torch
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement, placement_graph
 from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
-from dagopt.nn.regal import RegalConfig, RegalPolicy
+from dagopt.nn.regal import (
+    RegalConfig,
+    RegalPolicy,
+    action_distributions,
+    beta_grid,
+    regal_inputs,
+    sample_actions,
+)
 from dagopt.objectives.placement import Devices
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.prior import order_prior_keys
 from dagopt.place.regal import random_search
 from dagopt.place.tuning import grid_search, read_tuned, write_tuned
+from dagopt.train import rundir
 from dagopt.train.config import PlacementTrainConfig, load_config
 from dagopt.train.placement import PlacementEpoch, train_placement
 from dagopt.train.rundir import MODEL_FILE, read_metrics
@@ -288,3 +296,39 @@ def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
     assert result.feasible and result.evaluations == 300
     with pytest.raises(InputError, match="needs a policy order_prior"):
         PlacementTrainConfig(imitation_prior_concentration=1.0)
+
+
+def test_centred_policy_imitates_the_prior_sharply_then_reinforces(tmp_path):
+    """A "centred" policy imitating teachers guided by the order prior learns a high
+    priority concentration around the prior (the teachers' orders are close to it),
+    leaves the device genes at their neutral beta(1, 1), and a REINFORCE epoch runs."""
+    prior = {"method": "approx-dp", "beam_width": 50}
+    policy = RegalConfig(
+        hidden=8,
+        rounds=1,
+        mlp_layers=1,
+        order_prior=prior,
+        parameterisation="centred",
+        choices=(2.0, 10.0, 100.0, 1000.0),
+    )
+    config = PlacementTrainConfig.from_dict(
+        {
+            **tiny_training(epochs=4).to_dict(),
+            "policy": policy.to_dict(),
+            "imitation_epochs": 3,
+            "imitation_runs": 2,
+            "imitation_evaluations": 300,
+            "imitation_prior_concentration": 100.0,
+        }
+    )
+    history = train_placement(tmp_path, config)
+    assert [m.baseline_loss == m.baseline_loss for m in history] == [False] * 3 + [True]
+    trained = RegalPolicy(policy)
+    trained.load_state_dict(rundir.load_state(tmp_path)["policy"])
+    graph = generate_placement(40, seed=5)
+    inputs = regal_inputs(graph, None, Devices(), order_prior_keys(graph, prior))
+    with torch.no_grad():
+        action = sample_actions(*trained(inputs), greedy=True)
+    alpha, beta = action_distributions(action, beta_grid(policy, inputs))
+    assert np.median((alpha + beta)[:, 2]) >= 100
+    assert np.allclose(alpha[:, :2], 1.0) and np.allclose(beta[:, :2], 1.0)

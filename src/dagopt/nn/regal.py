@@ -2,16 +2,26 @@
 
 A GNN reads a computation graph with op and tensor attributes (section 2.1) and gives,
 for every op ``v`` and chromosome gene ``j`` (``0..d-1`` device affinities, ``d`` the
-scheduling priority, as in ``dagopt.place.decode``), two categorical distributions over
-``choices``: one for ``alpha`` and one for ``beta`` of the gene's ``beta(alpha, beta)``
-mutant distribution. That is ``k = 2 (d + 1) |V|`` actions per graph (section 2.3).
+scheduling priority, as in ``dagopt.place.decode``), two categorical distributions that
+together pick the gene's ``beta(alpha, beta)`` mutant distribution. That is
+``k = 2 (d + 1) |V|`` actions per graph (section 2.3). How a pair of choices becomes
+``(alpha, beta)`` is the config's ``parameterisation``:
+
+- ``"alpha-beta"`` (the paper): the first categorical picks ``alpha`` from ``choices``,
+  the second ``beta``;
+- ``"centred"`` (beyond the paper): the first picks a concentration ``c`` from
+  ``choices``, the second a shift ``s`` from ``shifts`` of the mean away from the gene's
+  centre ``m0`` (0.5, or for the priority gene the ``order_prior`` key of the op);
+  the gene gets ``beta(c m, c (1 - m))`` with ``m = clip(m0 + s)``.
+
 A separate GNN gives the REINFORCE baseline ``b(G)``.
 
 - ``regal_inputs`` featurises a graph (``REGAL_NODE_FEATURES``, ``REGAL_EDGE_FEATURES``);
   ``batch_inputs`` concatenates several graphs into one disjoint graph.
 - ``RegalEncoder`` is eq. 1's message passing; ``RegalPolicy`` adds the ``2 (d + 1)``
   logit heads; ``RegalBaseline`` the mean-pooled value head.
-- ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
+- ``beta_grid`` gives the ``(alpha, beta)`` of every pair of choices of every gene;
+  ``sample_actions``, ``action_log_prob``, ``action_entropy`` and
   ``action_distributions`` turn logits into actions, their log-probability and the
   ``beta(alpha, beta)`` parameters BRKGA samples mutants from (``MutantDistributions``).
 - ``key_log_likelihood`` reads the categoricals as one mixture density over keys, for
@@ -41,6 +51,18 @@ from dagopt.place.prior import check_order_prior
 #: the actions. Pairs reach both skews (``beta(20, 1)`` near 1, ``beta(1, 20)`` near 0)
 #: and both concentrations (``beta(0.2, 0.2)`` at the ends, ``beta(20, 20)`` near 0.5).
 BETA_CHOICES: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0)
+#: How a gene's two categoricals give its ``beta(alpha, beta)`` (module docstring).
+PARAMETERISATIONS = ("alpha-beta", "centred")
+#: The default ``shifts`` of the ``"centred"`` parameterisation: offsets of a gene's
+#: mean from its centre, finest near 0 where a good order prior leaves little to move.
+CENTRE_SHIFTS: tuple[float, ...] = (-0.2, -0.1, -0.05, -0.02, 0.0, 0.02, 0.05, 0.1, 0.2)
+#: ``"centred"`` means are clipped to ``[MEAN_CLIP, 1 - MEAN_CLIP]`` so that both beta
+#: parameters stay > 0.
+MEAN_CLIP = 0.01
+#: Per parameterisation, the choice of each categorical the untrained policy favours
+#: (``RegalConfig.init_prob_one``): ``beta(1, 1)``, standard BRKGA's uniform mutant, or
+#: the broad ``beta(2 m0, 2 (1 - m0))`` around the centre (uniform at ``m0 = 0.5``).
+NEUTRAL_CHOICES = {"alpha-beta": (1.0, 1.0), "centred": (2.0, 0.0)}
 
 #: Columns of ``RegalInputs.x``; all scale-free, so one model serves graphs of any size.
 REGAL_NODE_FEATURES = (
@@ -75,15 +97,18 @@ class RegalConfig:
 
     ``num_devices`` is ``d`` (the model is fixed to it, section 2.3); ``hidden`` the
     width of every embedding and MLP; ``rounds`` is ``T``; ``mlp_layers`` the linear
-    layers per MLP; ``choices`` the discretised ``alpha`` / ``beta`` values;
-    ``share_weights`` reuses one message-passing layer in every round (eq. 1 writes
-    its MLPs without a round index), else each round has its own (the default);
-    ``init_prob_one`` the initial probability of the choice 1.0 for every parameter
-    (the rest spread evenly), so the untrained policy stays near standard BRKGA;
-    ``order_prior`` (beyond the paper; ``None``: the paper's features only) names a
-    ``dagopt.schedule`` method and its options, e.g. ``{"method": "approx-dp",
-    "beam_width": 10000}``, whose single-device memory order becomes one more op
-    feature, ``ORDER_PRIOR_FEATURE`` (``dagopt.place.prior.order_prior_keys``).
+    layers per MLP; ``parameterisation`` one of ``PARAMETERISATIONS`` (module
+    docstring); ``choices`` the discretised ``alpha`` / ``beta`` values
+    (``"alpha-beta"``) or concentrations (``"centred"``); ``shifts`` the mean shifts
+    of ``"centred"``; ``share_weights`` reuses one message-passing layer in every
+    round (eq. 1 writes its MLPs without a round index), else each round has its own
+    (the default); ``init_prob_one`` the initial probability of each categorical's
+    ``NEUTRAL_CHOICES`` value (the rest spread evenly), so the untrained policy stays
+    near standard BRKGA; ``order_prior`` (beyond the paper; ``None``: the paper's
+    features only) names a ``dagopt.schedule`` method and its options, e.g.
+    ``{"method": "approx-dp", "beam_width": 10000}``, whose single-device memory order
+    becomes one more op feature, ``ORDER_PRIOR_FEATURE``
+    (``dagopt.place.prior.order_prior_keys``).
     """
 
     num_devices: int = 2
@@ -94,9 +119,17 @@ class RegalConfig:
     share_weights: bool = False
     init_prob_one: float = 0.5
     order_prior: dict | None = None
+    parameterisation: str = "alpha-beta"
+    shifts: tuple[float, ...] = CENTRE_SHIFTS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "choices", tuple(float(c) for c in self.choices))
+        object.__setattr__(self, "shifts", tuple(float(s) for s in self.shifts))
+        if self.parameterisation not in PARAMETERISATIONS:
+            raise InputError(
+                f"parameterisation must be one of {', '.join(PARAMETERISATIONS)}, "
+                f"got {self.parameterisation!r}"
+            )
         if self.order_prior is not None:
             check_order_prior(self.order_prior)
         sizes = (self.num_devices, self.hidden, self.rounds, self.mlp_layers)
@@ -108,6 +141,9 @@ class RegalConfig:
         c = self.choices
         if len(c) < 2 or len(set(c)) != len(c) or not all(math.isfinite(x) and x > 0 for x in c):
             raise InputError(f"choices need >= 2 distinct finite values > 0, got {c}")
+        h = self.shifts
+        if len(h) < 1 or len(set(h)) != len(h) or not all(-1 < x < 1 for x in h):
+            raise InputError(f"shifts need >= 1 distinct values in (-1, 1), got {h}")
         if not 0 < self.init_prob_one < 1:
             raise InputError(f"init_prob_one must lie in (0, 1), got {self.init_prob_one}")
 
@@ -117,9 +153,16 @@ class RegalConfig:
         extra = (ORDER_PRIOR_FEATURE,) if self.order_prior is not None else ()
         return (*REGAL_NODE_FEATURES, *extra)
 
+    @property
+    def head_choices(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """The values a gene's first and second categorical range over."""
+        if self.parameterisation == "centred":
+            return self.choices, self.shifts
+        return self.choices, self.choices
+
     def to_dict(self) -> dict:
         """A JSON-ready dict; ``RegalConfig.from_dict`` inverts it."""
-        return {**asdict(self), "choices": list(self.choices)}
+        return {**asdict(self), "choices": list(self.choices), "shifts": list(self.shifts)}
 
     @classmethod
     def from_dict(cls, data: dict) -> "RegalConfig":
@@ -335,10 +378,11 @@ class RegalPolicy(nn.Module):
     """The bandit ``B(G)`` of 003 section 2.3: logits of ``2 (d + 1) |V|`` categoricals.
 
     ``MLP_{a,j}`` and ``MLP_{b,j}`` (gene ``j = 0..d``, shared across nodes, eq. 1)
-    map each node's embedding to logits over ``config.choices`` for ``alpha`` and
-    ``beta`` of its gene ``j``. The heads' last layers start with zero weights and a
-    bias giving the choice 1.0 probability ``config.init_prob_one`` (uniform if 1.0 is
-    not a choice), so the untrained policy leans towards standard BRKGA's ``beta(1, 1)``.
+    map each node's embedding to logits over the gene's first and second categorical
+    (``config.head_choices``; ``alpha`` and ``beta`` in the paper). The heads' last
+    layers start with zero weights and a bias giving each categorical's
+    ``NEUTRAL_CHOICES`` value probability ``config.init_prob_one`` (uniform if that
+    value is not a choice), so the untrained policy leans towards broad mutants.
     """
 
     def __init__(self, config: RegalConfig) -> None:
@@ -346,28 +390,30 @@ class RegalPolicy(nn.Module):
         c = config
         self.config = c
         self.encoder = RegalEncoder(c)
-        genes, width = c.num_devices + 1, len(c.choices)
-        self.alpha_heads = nn.ModuleList(
-            mlp(c.hidden, c.hidden, width, c.mlp_layers) for _ in range(genes)
+        genes = c.num_devices + 1
+        self.first_heads, self.second_heads = (
+            nn.ModuleList(mlp(c.hidden, c.hidden, len(values), c.mlp_layers) for _ in range(genes))
+            for values in c.head_choices
         )
-        self.beta_heads = nn.ModuleList(
-            mlp(c.hidden, c.hidden, width, c.mlp_layers) for _ in range(genes)
-        )
-        prior = torch.zeros(width)
-        if 1.0 in c.choices:
-            prior.fill_(math.log((1 - c.init_prob_one) / (width - 1)))
-            prior[c.choices.index(1.0)] = math.log(c.init_prob_one)
-        for head in (*self.alpha_heads, *self.beta_heads):
-            nn.init.zeros_(head[-1].weight)
-            with torch.no_grad():
-                head[-1].bias.copy_(prior)
+        neutral = NEUTRAL_CHOICES[c.parameterisation]
+        for heads, values, favoured in zip(
+            (self.first_heads, self.second_heads), c.head_choices, neutral, strict=True
+        ):
+            prior = torch.zeros(len(values))
+            if favoured in values:
+                prior.fill_(math.log((1 - c.init_prob_one) / (len(values) - 1)))
+                prior[values.index(favoured)] = math.log(c.init_prob_one)
+            for head in heads:
+                nn.init.zeros_(head[-1].weight)
+                with torch.no_grad():
+                    head[-1].bias.copy_(prior)
 
     def forward(self, inputs: RegalInputs) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(alpha, beta)``, each ``(n, d + 1, len(choices))``."""
+        """Logits of the first and second categoricals, ``(n, d + 1, len(values))`` each."""
         h = self.encoder(inputs)
-        logits_alpha = torch.stack([head(h) for head in self.alpha_heads], dim=1)
-        logits_beta = torch.stack([head(h) for head in self.beta_heads], dim=1)
-        return logits_alpha, logits_beta
+        logits_first = torch.stack([head(h) for head in self.first_heads], dim=1)
+        logits_second = torch.stack([head(h) for head in self.second_heads], dim=1)
+        return logits_first, logits_second
 
 
 class RegalBaseline(nn.Module):
@@ -412,11 +458,34 @@ class RegalBaseline(nn.Module):
 # ------------------------------------------------------------------------------ actions
 @dataclass(frozen=True)
 class RegalAction:
-    """Sampled choice indices, long ``(n, d + 1)`` each: gene ``j`` of op ``v`` gets
-    ``beta(choices[alpha_index[v, j]], choices[beta_index[v, j]])``."""
+    """Sampled choice indices, long ``(n, d + 1)`` each: gene ``j`` of op ``v`` takes
+    the pair ``(first_index[v, j], second_index[v, j])`` of ``beta_grid``."""
 
-    alpha_index: torch.Tensor
-    beta_index: torch.Tensor
+    first_index: torch.Tensor
+    second_index: torch.Tensor
+
+
+def gene_centres(config: RegalConfig, inputs: RegalInputs) -> torch.Tensor:
+    """float64 ``(n, d + 1)``: each gene's centre for ``"centred"``, 0.5 except the
+    priority gene of a policy with an ``order_prior``, which is centred on the op's
+    prior key (the ``ORDER_PRIOR_FEATURE`` column of ``inputs.x``)."""
+    centres = torch.full((inputs.num_nodes, config.num_devices + 1), 0.5, dtype=torch.float64)
+    if config.order_prior is not None:
+        column = config.node_features.index(ORDER_PRIOR_FEATURE)
+        centres[:, -1] = inputs.x[:, column].double().cpu()
+    return centres
+
+
+def beta_grid(config: RegalConfig, inputs: RegalInputs) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(alpha, beta)`` of every pair of choices of every gene, float64
+    ``(n, d + 1, len(first values), len(second values))`` each (module docstring)."""
+    first, second = (torch.tensor(v, dtype=torch.float64) for v in config.head_choices)
+    shape = (inputs.num_nodes, config.num_devices + 1, first.numel(), second.numel())
+    if config.parameterisation == "alpha-beta":
+        return first[:, None].expand(shape), second[None, :].expand(shape)
+    mean = (gene_centres(config, inputs)[..., None, None] + second).clamp(MEAN_CLIP, 1 - MEAN_CLIP)
+    concentration = first[:, None]
+    return (concentration * mean).expand(shape), (concentration * (1 - mean)).expand(shape)
 
 
 def _sample(logits: torch.Tensor, generator: torch.Generator | None, greedy: bool):
@@ -430,8 +499,8 @@ def _sample(logits: torch.Tensor, generator: torch.Generator | None, greedy: boo
 
 
 def sample_actions(
-    logits_alpha: torch.Tensor,
-    logits_beta: torch.Tensor,
+    logits_first: torch.Tensor,
+    logits_second: torch.Tensor,
     *,
     generator: torch.Generator | None = None,
     greedy: bool = False,
@@ -439,14 +508,14 @@ def sample_actions(
     """Draw every categorical of section 2.3 (or take its mode with ``greedy``)."""
     with torch.no_grad():
         return RegalAction(
-            alpha_index=_sample(logits_alpha, generator, greedy),
-            beta_index=_sample(logits_beta, generator, greedy),
+            first_index=_sample(logits_first, generator, greedy),
+            second_index=_sample(logits_second, generator, greedy),
         )
 
 
 def action_log_prob(
-    logits_alpha: torch.Tensor,
-    logits_beta: torch.Tensor,
+    logits_first: torch.Tensor,
+    logits_second: torch.Tensor,
     action: RegalAction,
     *,
     ptr: torch.Tensor | None = None,
@@ -456,7 +525,7 @@ def action_log_prob(
     A scalar; with a batch's ``ptr`` (``batch_inputs``), one sum per graph ``(G,)``.
     """
     per_node = 0
-    for logits, index in ((logits_alpha, action.alpha_index), (logits_beta, action.beta_index)):
+    for logits, index in ((logits_first, action.first_index), (logits_second, action.second_index)):
         chosen = torch.log_softmax(logits, -1).gather(-1, index.unsqueeze(-1)).squeeze(-1)
         per_node = per_node + chosen.sum(-1)
     if ptr is None:
@@ -465,57 +534,69 @@ def action_log_prob(
     return scatter(per_node, batch, 0, ptr.numel() - 1, reduce="sum")
 
 
-def action_entropy(logits_alpha: torch.Tensor, logits_beta: torch.Tensor) -> torch.Tensor:
+def action_entropy(logits_first: torch.Tensor, logits_second: torch.Tensor) -> torch.Tensor:
     """Mean entropy (nats) of the ``2 (d + 1) n`` categoricals, for an entropy bonus."""
-    logits = torch.cat([logits_alpha, logits_beta])
-    log_p = torch.log_softmax(logits, -1)
-    return -(log_p.exp() * log_p).sum(-1).mean()
+    entropies = []
+    for logits in (logits_first, logits_second):
+        log_p = torch.log_softmax(logits, -1)
+        entropies.append(-(log_p.exp() * log_p).sum(-1).flatten())
+    return torch.cat(entropies).mean()
 
 
 def action_distributions(
-    action: RegalAction, choices=BETA_CHOICES
+    action: RegalAction, grid: tuple[torch.Tensor, torch.Tensor]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``(alpha, beta)`` an action picks, float64 ``(n, d + 1)`` arrays for BRKGA."""
-    values = np.asarray(choices, dtype=np.float64)
-    return values[action.alpha_index.cpu().numpy()], values[action.beta_index.cpu().numpy()]
+    """The ``(alpha, beta)`` an action picks from ``beta_grid``'s ``grid``, float64
+    ``(n, d + 1)`` arrays for BRKGA."""
+    index = (action.first_index.cpu()[..., None, None], action.second_index.cpu()[..., None, None])
+    picked = []
+    for values in grid:
+        rows = values.gather(-2, index[0].expand(*values.shape[:2], 1, values.shape[-1]))
+        picked.append(rows.gather(-1, index[1]).reshape(values.shape[:2]).numpy())
+    return picked[0], picked[1]
 
 
 def key_log_likelihood(
-    logits_alpha: torch.Tensor,
-    logits_beta: torch.Tensor,
+    logits_first: torch.Tensor,
+    logits_second: torch.Tensor,
     keys: torch.Tensor | np.ndarray,
-    choices=BETA_CHOICES,
+    grid: tuple[torch.Tensor, torch.Tensor],
 ) -> torch.Tensor:
-    """Mean over ``keys`` ``(m, n, d + 1)`` of ``log p(k)``, differentiable in the logits.
+    """Mean over ``keys`` ``(m, n, g)`` of ``log p(k)``, differentiable in the logits
+    (``(n, g, ...)``, the same genes as ``grid``'s ``beta_grid`` slices).
 
-    ``p(k) = sum_{i, j} pi_alpha(i) pi_beta(j) beta(k; c_i, c_j)`` marginalises the
-    choice of ``alpha`` and ``beta`` (the categoricals of section 2.3) analytically;
-    keys are clipped to ``[1e-6, 1 - 1e-6]`` so the density stays finite.
+    ``p(k) = sum_{i, j} pi_1(i) pi_2(j) beta(k; alpha_ij, beta_ij)`` marginalises the
+    two categoricals of section 2.3 analytically; keys are clipped to
+    ``[1e-6, 1 - 1e-6]`` so the density stays finite.
     """
-    c = torch.as_tensor(choices, dtype=torch.float64, device=logits_alpha.device)
-    log_norm = torch.lgamma(c[:, None]) + torch.lgamma(c[None, :]) - torch.lgamma(c[:, None] + c)
-    k = torch.as_tensor(keys, dtype=torch.float64, device=c.device).clamp(1e-6, 1 - 1e-6)
+    alpha, beta = (values.to(logits_first.device) for values in grid)
+    log_norm = torch.lgamma(alpha) + torch.lgamma(beta) - torch.lgamma(alpha + beta)
+    k = torch.as_tensor(keys, dtype=torch.float64, device=alpha.device).clamp(1e-6, 1 - 1e-6)
     log_k, log_1mk = k.log()[..., None, None], torch.log1p(-k)[..., None, None]
-    log_density = (c[:, None] - 1) * log_k + (c[None, :] - 1) * log_1mk - log_norm
-    log_pa = torch.log_softmax(logits_alpha.double(), -1)[..., :, None]
-    log_pb = torch.log_softmax(logits_beta.double(), -1)[..., None, :]
-    return torch.logsumexp(log_density + log_pa + log_pb, dim=(-2, -1)).mean()
+    log_density = (alpha - 1) * log_k + (beta - 1) * log_1mk - log_norm
+    log_p1 = torch.log_softmax(logits_first.double(), -1)[..., :, None]
+    log_p2 = torch.log_softmax(logits_second.double(), -1)[..., None, :]
+    return torch.logsumexp(log_density + log_p1 + log_p2, dim=(-2, -1)).mean()
 
 
 def split_action(action: RegalAction, ptr: torch.Tensor) -> list[RegalAction]:
     """A batch's action cut into one per graph (``ptr`` from ``batch_inputs``)."""
     sizes = ptr.diff().tolist()
     return [
-        RegalAction(alpha, beta)
-        for alpha, beta in zip(
-            action.alpha_index.split(sizes), action.beta_index.split(sizes), strict=True
+        RegalAction(first, second)
+        for first, second in zip(
+            action.first_index.split(sizes), action.second_index.split(sizes), strict=True
         )
     ]
 
 
 __all__ = [
     "BETA_CHOICES",
+    "CENTRE_SHIFTS",
+    "MEAN_CLIP",
+    "NEUTRAL_CHOICES",
     "ORDER_PRIOR_FEATURE",
+    "PARAMETERISATIONS",
     "REGAL_EDGE_FEATURES",
     "REGAL_NODE_FEATURES",
     "RegalAction",
@@ -529,6 +610,8 @@ __all__ = [
     "action_entropy",
     "action_log_prob",
     "batch_inputs",
+    "beta_grid",
+    "gene_centres",
     "key_log_likelihood",
     "mlp",
     "regal_inputs",

@@ -32,7 +32,7 @@ from dagopt.schedule import get_solver, solve
 DEFAULT_ORDER_PRIOR = {"method": "approx-dp", "beam_width": 10000}
 #: ``brkga-prior``'s concentration ``c``, chosen on validation graphs
 #: (``benchmarks/regal_prior_concentration.py``, ``docs/placement.md``).
-DEFAULT_CONCENTRATION = 100.0
+DEFAULT_CONCENTRATION = 3000.0
 
 
 def _scheduler(order_prior: dict) -> tuple[str, dict]:

@@ -78,7 +78,7 @@ def policy_distributions(
     A policy with an ``order_prior`` first runs that scheduler on the graph."""
     import torch
 
-    from dagopt.nn.regal import action_distributions, regal_inputs, sample_actions
+    from dagopt.nn.regal import action_distributions, beta_grid, regal_inputs, sample_actions
 
     if decode_mode not in DECODES:
         raise InputError(f"decode must be one of {', '.join(DECODES)}, got {decode_mode!r}")
@@ -91,7 +91,8 @@ def policy_distributions(
     with torch.inference_mode():
         logits = policy(inputs)
     action = sample_actions(*logits, generator=generator, greedy=decode_mode == "greedy")
-    return MutantDistributions(*action_distributions(action, policy.config.choices))
+    grid = beta_grid(policy.config, inputs)
+    return MutantDistributions(*action_distributions(action, grid))
 
 
 def random_search(

@@ -57,6 +57,7 @@ from dagopt.nn.regal import (
     action_entropy,
     action_log_prob,
     batch_inputs,
+    beta_grid,
     key_log_likelihood,
     regal_inputs,
     sample_actions,
@@ -127,11 +128,10 @@ def _brkga_outcome(
     return run_brkga(problem, seed=seed, params=params, distributions=distributions)
 
 
-def _episode_ratio(
-    config: PlacementTrainConfig, item: TrainingGraph, action: RegalAction, choices
-) -> float:
+def _episode_ratio(config: PlacementTrainConfig, item: TrainingGraph, action: RegalAction) -> float:
     """``H(G, D) / H(G, U)`` of BRKGA with the mutant distributions ``action`` picks."""
-    distributions = MutantDistributions(*action_distributions(action, choices))
+    grid = beta_grid(config.policy, item.inputs)
+    distributions = MutantDistributions(*action_distributions(action, grid))
     outcome = _brkga_outcome(config, item.graph, item.seed, distributions)
     return cost_ratio(outcome.cost, item.reference)
 
@@ -248,7 +248,7 @@ def validation_ratio(
     with torch.inference_mode():
         for item in graphs:
             action = sample_actions(*policy(item.inputs), greedy=True)
-            ratios.append(_episode_ratio(config, item, action, policy.config.choices))
+            ratios.append(_episode_ratio(config, item, action))
     return float(np.mean(ratios))
 
 
@@ -269,7 +269,7 @@ def _update(
     logits = policy(inputs)
     action = sample_actions(*logits, generator=generator)
     ratios = [
-        _episode_ratio(config, item, graph_action, policy.config.choices)
+        _episode_ratio(config, item, graph_action)
         for item, graph_action in zip(episodes, split_action(action, ptr), strict=True)
     ]
     reward = -torch.tensor(ratios, dtype=torch.float32)
@@ -304,15 +304,17 @@ def _imitation_update(
     solutions' ``cost / H(G, U)`` and the entropy."""
     policy.train()
     inputs, ptr = batch_inputs([item.inputs for item in batch])
-    logits_alpha, logits_beta = policy(inputs)
+    logits_first, logits_second = policy(inputs)
+    grid_alpha, grid_beta = beta_grid(policy.config, inputs)
     ratios, loss = [], 0.0
     for g, item in enumerate(batch):
         target = targets[item.seed]
         if not target.ratios:
             continue
         rows = slice(int(ptr[g]), int(ptr[g + 1]))
-        priority = logits_alpha[rows, -1:], logits_beta[rows, -1:]
-        likelihood = key_log_likelihood(*priority, target.keys, policy.config.choices)
+        logits = logits_first[rows, -1:], logits_second[rows, -1:]
+        grid = grid_alpha[rows, -1:], grid_beta[rows, -1:]
+        likelihood = key_log_likelihood(*logits, target.keys, grid)
         loss = loss - likelihood / len(batch)
         ratios += target.ratios
     if torch.is_tensor(loss):
@@ -320,7 +322,7 @@ def _imitation_update(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
         optimizer.step()
-    return ratios, action_entropy(logits_alpha, logits_beta).item()
+    return ratios, action_entropy(logits_first, logits_second).item()
 
 
 def train_placement(
