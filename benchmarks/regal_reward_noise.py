@@ -23,7 +23,10 @@ is left out because the shipped models were chosen by their validation ratio wit
 The first two rows give the spread (standard deviation) of the ratio: how much one
 BRKGA result moves for reasons other than a good action. The last column counts the
 distinct ``(alpha, beta)`` pairs the shipped policy's modal action gives the ops, per
-gene, averaged over graphs: 1 means every op gets the same distribution.
+gene, averaged over graphs: 1 means every op gets the same distribution (a "centred"
+policy's priority gene counts about one per op, as each op has its own centre). The
+column before it is the median over ops and graphs of the priority gene's
+concentration ``alpha + beta``: how sharp the policy's priority mutants are.
 """
 
 import argparse
@@ -83,6 +86,7 @@ def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]
         "priority by latest start": [],
         "shipped policy": [],
         "distinct actions": [],
+        "priority concentration": [],
     }
     for seed in validation_seeds(graphs):
         problem = PlacementProblem(generate_placement(seed=seed), devices, objective)
@@ -107,6 +111,7 @@ def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]
         pairs = np.stack([learned.alpha, learned.beta], axis=-1)
         distinct = [len(np.unique(pairs[:, j], axis=0)) for j in range(pairs.shape[1])]
         rows["distinct actions"].append(float(np.mean(distinct)))
+        rows["priority concentration"] += (learned.alpha[:, -1] + learned.beta[:, -1]).tolist()
     return rows
 
 
@@ -119,9 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         "| objective | another BRKGA seed: sd % | one op skewed: sd % | "
         "priority by latest start: mean ratio | shipped policy: mean ratio | "
-        "distinct actions per gene |"
+        "shipped policy: priority concentration | distinct actions per gene |"
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for objective in args.objectives:
         rows = measure(objective, args.graphs, args.repeats)
         print(
@@ -129,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {100 * np.std(rows['one op skewed']):.2f} "
             f"| {np.mean(rows['priority by latest start']):.4f} "
             f"| {np.mean(rows['shipped policy']):.4f} "
+            f"| {np.median(rows['priority concentration']):.3g} "
             f"| {np.mean(rows['distinct actions']):.2f} |"
         )
     return 0
