@@ -548,12 +548,11 @@ def action_distributions(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``(alpha, beta)`` an action picks from ``beta_grid``'s ``grid``, float64
     ``(n, d + 1)`` arrays for BRKGA."""
-    index = (action.first_index.cpu()[..., None, None], action.second_index.cpu()[..., None, None])
-    picked = []
-    for values in grid:
-        rows = values.gather(-2, index[0].expand(*values.shape[:2], 1, values.shape[-1]))
-        picked.append(rows.gather(-1, index[1]).reshape(values.shape[:2]).numpy())
-    return picked[0], picked[1]
+    first, second = action.first_index.cpu(), action.second_index.cpu()
+    nodes = torch.arange(first.shape[0])[:, None]
+    genes = torch.arange(first.shape[1])[None, :]
+    alpha, beta = (values[nodes, genes, first, second].numpy() for values in grid)
+    return alpha, beta
 
 
 def key_log_likelihood(
