@@ -23,8 +23,7 @@ import numpy as np
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.schedule import solve
-from dagopt.train.config import OrderingTrainConfig
-from dagopt.train.ordering import train_ordering
+from dagopt.train.ordering import OrderingTrainConfig, train_ordering
 from dagopt.train.rundir import MODEL_FILE, STATE_FILE
 
 KINDS = ["mlp", "transformer", "gat-forward", "gat-bidirectional", "topoformer-dag", "topoformer"]

@@ -27,10 +27,12 @@ torch.set_num_threads(1)
 from dagopt.generate import generate_layered
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.schedule import solve
-from dagopt.train.reinforce import reinforce_loss
+from dagopt.train.baselines import GreedyRolloutBaseline
+from dagopt.train.ordering import PeakMemoryEnv, reinforce_loss
 
 config = EncoderConfig(dim=64, layers=3, heads_per_group=(2,) * 7, head_dim=16)
-policy, baseline = PriorityModel(config), PriorityModel(config)
+policy = PriorityModel(config)
+baseline = GreedyRolloutBaseline(PriorityModel(config), PeakMemoryEnv().greedy_rewards)
 graphs = [generate_layered(200, seed=i) for i in range(8)]
 rng = np.random.default_rng(0)
 reinforce_loss(policy, baseline, graphs, rng)[0].backward()

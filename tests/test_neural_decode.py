@@ -10,7 +10,7 @@ from dagopt.schedule import solve
 from dagopt.schedule.dp import state_dp
 from dagopt.schedule.neural import load_model, predict_priorities
 from dagopt.schedule.priority import greedy_order, sample_orders
-from dagopt.train.reinforce import order_log_prob
+from dagopt.train.ordering import order_log_prob
 from dags import dags
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from dagopt.configs import read_config
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement, placement_graph
 from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
@@ -29,8 +30,8 @@ from dagopt.place.prior import order_prior_keys
 from dagopt.place.regal import random_search
 from dagopt.place.tuning import grid_search, read_tuned, write_tuned
 from dagopt.train import rundir
-from dagopt.train.config import PlacementTrainConfig, load_config
-from dagopt.train.placement import PlacementEpoch, train_placement
+from dagopt.train.regal.config import RegalTrainConfig
+from dagopt.train.regal.trainer import RegalEpoch, train_regal
 from dagopt.train.rundir import MODEL_FILE, read_metrics
 
 
@@ -99,8 +100,8 @@ class Stop(Exception):
     """Raised from a training callback to interrupt a run."""
 
 
-def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> PlacementTrainConfig:
-    return PlacementTrainConfig(
+def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> RegalTrainConfig:
+    return RegalTrainConfig(
         objective=objective,
         policy=RegalConfig(hidden=8, rounds=1, mlp_layers=1),
         train_graphs=4,
@@ -113,19 +114,19 @@ def tiny_training(objective: str = "peak-memory", epochs: int = 2) -> PlacementT
 
 
 def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
-    straight = train_placement(tmp_path / "a", tiny_training())
+    straight = train_regal(tmp_path / "a", tiny_training())
 
     def stop(metrics):
         raise Stop
 
     with pytest.raises(Stop):
-        train_placement(tmp_path / "b", tiny_training(), on_epoch=stop)
-    assert [m.epoch for m in read_metrics(tmp_path / "b", PlacementEpoch)] == [0]
+        train_regal(tmp_path / "b", tiny_training(), on_epoch=stop)
+    assert [m.epoch for m in read_metrics(tmp_path / "b", RegalEpoch)] == [0]
     with pytest.raises(InputError, match="pass --resume"):
-        train_placement(tmp_path / "b", tiny_training())
-    resumed = train_placement(tmp_path / "b", resume=True)
+        train_regal(tmp_path / "b", tiny_training())
+    resumed = train_regal(tmp_path / "b", resume=True)
     assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
-    states = [torch.load(tmp_path / d / "state.pt", weights_only=False) for d in "ab"]
+    states = [torch.load(tmp_path / d / "state.pt", weights_only=True) for d in "ab"]
     for a, b in zip(states[0]["policy"].values(), states[1]["policy"].values(), strict=True):
         assert torch.equal(a, b)
     references = json.loads((tmp_path / "a" / "reference.json").read_text())
@@ -148,7 +149,7 @@ def test_untrained_policy_validates_at_ratio_one(tmp_path):
             raise Stop
 
     with pytest.raises(Stop):
-        train_placement(
+        train_regal(
             tmp_path / "r", tiny_training("runtime", epochs=1), progress=stop_at_first_batch
         )
     _, meta = load_regal_policy(tmp_path / "r" / MODEL_FILE)
@@ -160,14 +161,14 @@ def test_training_config_errors(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"objective": "energy"}))
     with pytest.raises(InputError, match="unknown objective"):
-        load_config(path, PlacementTrainConfig)
+        read_config(path, RegalTrainConfig)
     path.write_text(json.dumps({"policy": {"width": 3}}))
-    with pytest.raises(InputError, match="unknown REGAL config key 'width'"):
-        load_config(path, PlacementTrainConfig)
+    with pytest.raises(InputError, match="unknown policy option 'width'"):
+        read_config(path, RegalTrainConfig)
     path.write_text(json.dumps({"policy": {"hidden": 16}, "epochs": 3}))
-    config = load_config(path, PlacementTrainConfig)
+    config = read_config(path, RegalTrainConfig)
     assert config.policy.hidden == 16 and config.epochs == 3
-    assert PlacementTrainConfig.from_dict(config.to_dict()) == config
+    assert RegalTrainConfig.from_dict(config.to_dict()) == config
 
 
 def test_grid_search_and_tuned_placer(tmp_path):
@@ -190,7 +191,7 @@ def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
     """Epoch 0 imitates BRKGA's solutions (no baseline loss), epoch 1 is REINFORCE; the
     imitated keys are orders of solutions better than or equal to H(G, U) on average,
     and a run stopped after the warm start resumes to the uninterrupted result."""
-    config = PlacementTrainConfig.from_dict(
+    config = RegalTrainConfig.from_dict(
         {
             **tiny_training(epochs=2).to_dict(),
             "imitation_epochs": 1,
@@ -198,7 +199,7 @@ def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
             "imitation_evaluations": 200,
         }
     )
-    straight = train_placement(tmp_path / "a", config)
+    straight = train_regal(tmp_path / "a", config)
     assert np.isnan(straight[0].baseline_loss) and np.isfinite(straight[1].baseline_loss)
     targets = json.loads((tmp_path / "a" / "imitation.json").read_text())
     assert sorted(int(s) for s in targets) == list(range(4))
@@ -214,33 +215,33 @@ def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
         raise Stop
 
     with pytest.raises(Stop):
-        train_placement(tmp_path / "b", config, on_epoch=stop)
+        train_regal(tmp_path / "b", config, on_epoch=stop)
     # Only REINFORCE epochs remain, so the resumed run does not need the imitated keys.
     (tmp_path / "b" / "imitation.json").unlink()
-    resumed = train_placement(tmp_path / "b", resume=True)
+    resumed = train_regal(tmp_path / "b", resume=True)
     assert [m.train_ratio for m in resumed] == [m.train_ratio for m in straight]
     assert not (tmp_path / "b" / "imitation.json").exists()
     with pytest.raises(InputError, match="imitation_runs"):
-        PlacementTrainConfig(imitation_runs=0)
+        RegalTrainConfig(imitation_runs=0)
 
 
 def test_leave_one_out_baseline_training_runs(tmp_path):
-    config = PlacementTrainConfig.from_dict(
+    config = RegalTrainConfig.from_dict(
         {**tiny_training(epochs=1).to_dict(), "baseline": "leave-one-out", "samples_per_graph": 2}
     )
-    history = train_placement(tmp_path / "loo", config)
+    history = train_regal(tmp_path / "loo", config)
     assert len(history) == 1 and np.isfinite(history[0].train_ratio)
     with pytest.raises(InputError, match=">= 2 with a leave-one-out baseline"):
-        PlacementTrainConfig(baseline="leave-one-out", samples_per_graph=1)
+        RegalTrainConfig(baseline="leave-one-out", samples_per_graph=1)
     with pytest.raises(InputError, match="baseline must be"):
-        PlacementTrainConfig(baseline="greedy")
+        RegalTrainConfig(baseline="greedy")
 
 
 def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
-    config = PlacementTrainConfig.from_dict(
+    config = RegalTrainConfig.from_dict(
         {**tiny_training(epochs=1).to_dict(), "topologies": 2, "noise_sigma": 0.3}
     )
-    history = train_placement(tmp_path / "shared", config)
+    history = train_regal(tmp_path / "shared", config)
     assert len(history) == 1 and np.isfinite(history[0].train_ratio)
     saved = json.loads((tmp_path / "shared" / "config.json").read_text())
     assert (saved["topologies"], saved["noise_sigma"]) == (2, 0.3)
@@ -258,7 +259,7 @@ def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
         assert references[str(seed)] == reference(copy, seed)
         assert references[str(seed)] != reference(generate_placement(seed=seed), seed)
     with pytest.raises(InputError, match="topologies >= 0"):
-        PlacementTrainConfig(topologies=-1)
+        RegalTrainConfig(topologies=-1)
 
 
 def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
@@ -275,10 +276,10 @@ def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
     base["policy"] = {**base["policy"], "order_prior": prior}
     distance = {}
     for concentration in (0.0, 100.0):
-        config = PlacementTrainConfig.from_dict(
+        config = RegalTrainConfig.from_dict(
             {**base, "imitation_prior_concentration": concentration}
         )
-        train_placement(tmp_path / str(concentration), config)
+        train_regal(tmp_path / str(concentration), config)
         targets = json.loads((tmp_path / str(concentration) / "imitation.json").read_text())
         distance[concentration] = np.mean(
             [
@@ -296,7 +297,7 @@ def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
     result = place(graph, "regal", objective="peak-memory", checkpoint=model, evaluations=300)
     assert result.feasible and result.evaluations == 300
     with pytest.raises(InputError, match="needs a policy order_prior"):
-        PlacementTrainConfig(imitation_prior_concentration=1.0)
+        RegalTrainConfig(imitation_prior_concentration=1.0)
 
 
 def test_centred_policy_imitates_the_prior_sharply_then_reinforces(tmp_path):
@@ -312,7 +313,7 @@ def test_centred_policy_imitates_the_prior_sharply_then_reinforces(tmp_path):
         parameterisation="centred",
         choices=(2.0, 10.0, 100.0, 1000.0),
     )
-    config = PlacementTrainConfig.from_dict(
+    config = RegalTrainConfig.from_dict(
         {
             **tiny_training(epochs=4).to_dict(),
             "policy": policy.to_dict(),
@@ -322,7 +323,7 @@ def test_centred_policy_imitates_the_prior_sharply_then_reinforces(tmp_path):
             "imitation_prior_concentration": 100.0,
         }
     )
-    history = train_placement(tmp_path, config)
+    history = train_regal(tmp_path, config)
     assert [math.isnan(m.baseline_loss) for m in history] == [True] * 3 + [False]
     trained = RegalPolicy(policy)
     trained.load_state_dict(rundir.load_state(tmp_path)["policy"])

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from dagopt import InputError
+from dagopt.configs import read_config
 from dagopt.generate import generate_layered
 from dagopt.nn.checkpoint import load_priority_model, save_priority_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import graph_inputs
-from dagopt.train.config import OrderingTrainConfig, load_config
-from dagopt.train.ordering import MODEL_FILE, read_metrics, train_ordering
-from dagopt.train.reinforce import greedy_cost
+from dagopt.train.ordering import OrderingTrainConfig, greedy_cost, read_metrics, train_ordering
+from dagopt.train.rundir import MODEL_FILE
 
 TINY = EncoderConfig(dim=16, layers=1, heads_per_group=(1,) * 7, head_dim=8)
 
@@ -70,14 +70,14 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
 def test_config_file_errors(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"epochs": 3, "nonsense": 1}))
-    with pytest.raises(InputError, match="unknown training option 'nonsense'"):
-        load_config(path)
+    with pytest.raises(InputError, match="unknown option 'nonsense'"):
+        read_config(path, OrderingTrainConfig)
     path.write_text(json.dumps({"encoder": {"dim": 8, "heads": 2}}))
     with pytest.raises(InputError, match="unknown encoder option 'heads'"):
-        load_config(path)
+        read_config(path, OrderingTrainConfig)
     path.write_text(json.dumps({"batch_size": 0}))
     with pytest.raises(InputError, match="batch_size"):
-        load_config(path)
+        read_config(path, OrderingTrainConfig)
 
 
 @pytest.mark.slow

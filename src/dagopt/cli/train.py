@@ -50,22 +50,17 @@ def ordering(
 ) -> None:
     """Topoformer ordering policy, REINFORCE with a greedy-rollout baseline (paper 000, 4.3)."""
     _set_threads(threads)
-    from dagopt.train.config import OrderingTrainConfig, load_config
-    from dagopt.train.ordering import EpochMetrics, train_ordering
+    from dagopt.configs import read_config
+    from dagopt.train.ordering import EpochMetrics, OrderingTrainConfig, train_ordering
 
-    cfg = load_config(config) if config is not None else None
+    cfg = read_config(config, OrderingTrainConfig) if config is not None else None
     if cfg is None and not resume:
         cfg = OrderingTrainConfig()
-    with _progress_bar() as progress:
-        task = progress.add_task("epoch", total=None)
+    with _progress_bar() as bar:
+        task = bar.add_task("epoch", total=None)
 
-        def on_batch(epoch: int, batch: int, batches: int, mean_cost: float) -> None:
-            progress.update(
-                task,
-                total=batches,
-                completed=batch,
-                description=f"epoch {epoch}: mean sampled peak {mean_cost:.4g}",
-            )
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, description=stage)
 
         def on_epoch(m: EpochMetrics) -> None:
             mark = " (baseline updated)" if m.baseline_updated else ""
@@ -77,7 +72,7 @@ def ordering(
                 markup=False,
             )
 
-        train_ordering(run_dir, cfg, resume=resume, on_batch=on_batch, on_epoch=on_epoch)
+        train_ordering(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
     console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
 
 
@@ -106,25 +101,26 @@ def placement(
 ) -> None:
     """REGAL policy for BRKGA's mutant distributions, REINFORCE (paper 003, section 2.3)."""
     _set_threads(threads)
-    from dagopt.train.config import PlacementTrainConfig, load_config
-    from dagopt.train.placement import PlacementEpoch, train_placement
+    from dagopt.configs import read_config
+    from dagopt.train.regal.config import RegalTrainConfig
+    from dagopt.train.regal.trainer import RegalEpoch, train_regal
 
-    cfg = load_config(config, PlacementTrainConfig) if config is not None else None
+    cfg = read_config(config, RegalTrainConfig) if config is not None else None
     overrides = parse_settings(settings or [])
     if objective is not None:
         overrides["objective"] = objective
     if overrides:
-        base = cfg if cfg is not None else PlacementTrainConfig()
-        cfg = PlacementTrainConfig.from_dict({**base.to_dict(), **overrides})
+        base = cfg if cfg is not None else RegalTrainConfig()
+        cfg = RegalTrainConfig.from_dict({**base.to_dict(), **overrides})
     if cfg is None and not resume:
-        cfg = PlacementTrainConfig()
+        cfg = RegalTrainConfig()
     with _progress_bar() as bar:
         task = bar.add_task("preparing", total=None)
 
         def progress(stage: str, done: int, total: int) -> None:
             bar.update(task, total=total, completed=done, description=stage)
 
-        def on_epoch(m: PlacementEpoch) -> None:
+        def on_epoch(m: RegalEpoch) -> None:
             mark = " (saved model.pt)" if m.improved else ""
             console.print(
                 f"epoch {m.epoch}: train H(G,D)/H(G,U) {m.train_ratio:.4f}, "
@@ -133,7 +129,7 @@ def placement(
                 markup=False,
             )
 
-        train_placement(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
+        train_regal(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
     console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
 
 

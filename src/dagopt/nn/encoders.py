@@ -23,6 +23,7 @@ import torch
 from torch import nn
 from torch_geometric.nn import GATConv
 
+from dagopt.configs import Config
 from dagopt.errors import InputError
 from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias
 from dagopt.nn.features import GraphInputs
@@ -32,13 +33,12 @@ KINDS = (*ATTENTION_KINDS, "mlp", "gat-forward", "gat-bidirectional")
 
 
 @dataclass(frozen=True)
-class EncoderConfig:
+class EncoderConfig(Config):
     """Encoder hyper-parameters; the defaults are the paper's (appendix C.2, C.5).
 
     ``heads_per_group``: heads for each of the seven masks of ``dagopt.nn.masks`` (0
     drops that group); ``head_dim``: size of one head; ``pe_dim``: Laplacian encodings
-    appended to the ``in_features`` node features. ``dataclasses.asdict`` gives a
-    JSON-ready dict and ``EncoderConfig(**that_dict)`` rebuilds the config.
+    appended to the ``in_features`` node features.
     """
 
     kind: str = "topoformer"

@@ -17,13 +17,14 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from dagopt.configs import Config
 from dagopt.errors import InputError
 from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
 from dagopt.place.decode import decode
 
 
 @dataclass(frozen=True)
-class BrkgaParams:
+class BrkgaParams(Config):
     """BRKGA's hyper-parameters; ``evaluations`` is the cost-model budget (5,000 in 003)."""
 
     population: int = 100
@@ -234,7 +235,7 @@ def outcome_result(outcome: SearchOutcome, **info) -> PlacerResult:
     OPTION_NAMES,
 )
 def brkga(problem: PlacementProblem, *, seed=None, time_limit=None, **options) -> PlacerResult:
-    params = BrkgaParams(**options)
+    params = BrkgaParams.from_dict(options)
     outcome = run_brkga(problem, seed=seed, params=params, time_limit=time_limit)
     return outcome_result(outcome)
 

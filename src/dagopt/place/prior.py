@@ -73,7 +73,7 @@ def brkga_prior(
     distributions = MutantDistributions.centred(
         problem.graph.num_nodes, problem.num_devices, float(concentration), priority_keys=keys
     )
-    params = BrkgaParams(**options)
+    params = BrkgaParams.from_dict(options)
     outcome = run_brkga(
         problem, seed=seed, params=params, distributions=distributions, time_limit=time_limit
     )

@@ -145,7 +145,7 @@ def regal(
     outcome = run_brkga(
         problem,
         seed=seed,
-        params=BrkgaParams(**brkga_options),
+        params=BrkgaParams.from_dict(brkga_options),
         distributions=distributions,
         time_limit=time_limit,
     )

@@ -1,34 +1,88 @@
-"""The Topoformer ordering training run: epochs of fresh layered graphs, REINFORCE
-updates, greedy-rollout baseline refreshed on a fixed validation set (paper 000, C.1,
-C.4), with a checkpoint after every epoch.
+"""The Topoformer ordering run (paper 000, 4.3, C.1, C.4): REINFORCE on peak memory.
 
-A run directory holds ``config.json``, ``state.pt`` (everything needed to resume:
-policy, baseline, optimizer, schedule, epoch), ``model.pt`` (the baseline policy,
-i.e. the best one on validation so far, as a priority-model file), ``metrics.csv``
-and ``learning_curve.png``. Killing the process loses at most the current epoch.
-Each epoch's randomness derives from ``(seed, epoch)``, so a resumed run draws the
-same graphs and samples as an uninterrupted one.
+Every epoch draws fresh layered graphs; each update samples one order per graph from
+the priority model (with random positional-encoding sign flips), rewards it with
+``-peak_memory`` (``PeakMemoryEnv``) and takes a policy-gradient step against the
+configured ``dagopt.train.baselines`` baseline: by default the paper's greedy rollout
+of a frozen policy, refreshed when the policy's mean greedy peak on a fixed
+validation set improves. ``model.pt`` holds the best policy on validation so far
+(the rollout baseline's policy). Each epoch's randomness derives from
+``(seed, epoch)``, so a resumed run draws the same graphs and samples as an
+uninterrupted one. ``fit`` (``dagopt.train.loop``) owns epochs, files and resume.
 """
 
-import copy
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
+from dagopt.configs import Config
+from dagopt.errors import InputError
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
 from dagopt.nn.checkpoint import save_priority_model
-from dagopt.nn.encoders import PriorityModel
+from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
+from dagopt.objectives import peak_memory
+from dagopt.schedule.priority import greedy_order, ready_masks, sample_orders
 from dagopt.train import rundir
-from dagopt.train.config import OrderingTrainConfig
-from dagopt.train.reinforce import greedy_cost, reinforce_loss
-from dagopt.train.rundir import MODEL_FILE
+from dagopt.train.baselines import (
+    Baseline,
+    ExponentialBaseline,
+    GreedyRolloutBaseline,
+    NoBaseline,
+)
+from dagopt.train.loop import Progress, Trainer, batch_slices, fit
+from dagopt.train.reinforce import Environment, policy_gradient_loss
+
+#: The baselines an ordering run can use (``dagopt.train.baselines``).
+ORDERING_BASELINES = ("greedy-rollout", "exponential", "none")
+
+
+def _small_encoder() -> EncoderConfig:
+    return EncoderConfig(dim=64, layers=3, heads_per_group=(2,) * 7, head_dim=16)
+
+
+@dataclass(frozen=True)
+class OrderingTrainConfig(Config):
+    """Every knob of ``dagopt train ordering``; JSON keys are the field names.
+
+    Defaults follow paper 000, appendix C.1 (Adam, lr 1e-4, decay 0.996 per epoch,
+    batch 8, a fresh set of 1000 graphs per epoch, greedy-rollout baseline) except the
+    model and graph size, which a 2-core CPU cannot train at the paper's scale (see
+    ``checkpoints/README.md``).
+    """
+
+    encoder: EncoderConfig = field(default_factory=_small_encoder)
+    alpha: float = 5.0
+    graph_nodes: int = 100
+    epoch_graphs: int = 1000
+    batch_size: int = 8
+    epochs: int = 326
+    lr: float = 1e-4
+    lr_decay: float = 0.996
+    grad_clip: float = 1.0
+    validation_graphs: int = 64
+    baseline: str = "greedy-rollout"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        positive = ("graph_nodes", "epoch_graphs", "batch_size", "epochs", "validation_graphs")
+        for name in positive:
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"training option {name!r} must be >= 1")
+        if not (self.lr > 0 and 0 < self.lr_decay <= 1 and self.alpha > 0 and self.grad_clip > 0):
+            raise InputError(
+                "training options need lr > 0, 0 < lr_decay <= 1, alpha > 0, grad_clip > 0"
+            )
+        if self.baseline not in ORDERING_BASELINES:
+            raise InputError(
+                f"baseline must be one of {', '.join(ORDERING_BASELINES)}, got {self.baseline!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -43,13 +97,171 @@ class EpochMetrics:
     seconds: float
 
 
-BatchCallback = Callable[[int, int, int, float], None]
+def order_log_prob(graph: Graph, priorities: torch.Tensor, order: np.ndarray) -> torch.Tensor:
+    """Differentiable ``log p(order | G)`` under eq. (8): at each step the run node's
+    priority minus the log-sum-exp over the ready set."""
+    mask = torch.from_numpy(ready_masks(graph, order))
+    masked = priorities.unsqueeze(0).masked_fill(~mask, float("-inf"))
+    run = torch.from_numpy(np.asarray(order, dtype=np.int64))
+    return (priorities[run] - torch.logsumexp(masked, dim=1)).sum()
 
 
-def _mean_greedy_cost(model: PriorityModel, graphs: list[tuple[Graph, GraphInputs]]) -> float:
-    """Mean greedy peak over featurized graphs (``(graph, inputs)`` pairs)."""
+@torch.no_grad()
+def greedy_cost(model: PriorityModel, graph: Graph, inputs: GraphInputs | None = None) -> float:
+    """Peak memory of the greedy order of ``model`` on ``graph`` (eq. 10)."""
+    y = model(inputs if inputs is not None else graph_inputs(graph, pe_dim=model.config.pe_dim))
+    return peak_memory(graph, greedy_order(graph, y.double().numpy()))
+
+
+class PeakMemoryEnv(Environment):
+    """The ordering environment: an order's reward is ``-peak_memory`` (eq. 1-3)."""
+
+    def reward(self, instance: Graph, action: np.ndarray) -> float:
+        return -peak_memory(instance, action)
+
+    def greedy_rewards(
+        self, policy: PriorityModel, batch: Sequence[tuple[Graph, GraphInputs]]
+    ) -> torch.Tensor:
+        """Rewards of ``policy``'s greedy orders on ``(graph, inputs)`` pairs."""
+        costs = [greedy_cost(policy, graph, inputs) for graph, inputs in batch]
+        return -torch.tensor(costs, dtype=torch.float64)
+
+
+def reinforce_loss(
+    policy: PriorityModel, baseline: Baseline, graphs: list[Graph], rng: np.random.Generator
+) -> tuple[torch.Tensor, float, float]:
+    """The policy-gradient loss of one batch, one sampled order per graph (eq. 9).
+
+    Each graph's positional encodings get random sign flips; a greedy-rollout baseline
+    sees the same inputs as the policy, so the advantage compares the two policies on
+    one input. Returns the loss, the mean sampled peak and the mean baseline peak.
+    """
+    env = PeakMemoryEnv()
+    log_probs, rewards, batch = [], [], []
+    for graph in graphs:
+        inputs = graph_inputs(graph, pe_dim=policy.config.pe_dim, sign_flip=rng)
+        y = policy(inputs)
+        order = sample_orders(graph, y.detach().double().numpy(), 1, rng)[0][0]
+        rewards.append(env.reward(graph, order))
+        log_probs.append(order_log_prob(graph, y, order))
+        batch.append((graph, inputs))
+    reward = torch.tensor(rewards, dtype=torch.float64)
+    value, _ = baseline.evaluate(batch, reward)
+    loss = policy_gradient_loss(torch.stack(log_probs), reward, value)
+    return loss, -float(reward.mean()), -float(value.mean())
+
+
+def mean_greedy_cost(model: PriorityModel, graphs: list[tuple[Graph, GraphInputs]]) -> float:
+    """Mean greedy peak over featurised graphs (``(graph, inputs)`` pairs)."""
     model.eval()
     return float(np.mean([greedy_cost(model, g, inputs) for g, inputs in graphs]))
+
+
+class OrderingTrainer(Trainer):
+    """``fit``'s model-specific part for the Topoformer priority model."""
+
+    row_type = EpochMetrics
+    ylabel = "mean peak memory"
+    title = "Topoformer REINFORCE training"
+
+    def __init__(self, run_dir: Path, config: OrderingTrainConfig) -> None:
+        self.run_dir, self.config = run_dir, config
+        torch.manual_seed(config.seed)
+        self.policy = PriorityModel(config.encoder, alpha=config.alpha)
+        self.env = PeakMemoryEnv()
+        self.baseline: Baseline = {
+            "greedy-rollout": lambda: GreedyRolloutBaseline(self.policy, self.env.greedy_rewards),
+            "exponential": ExponentialBaseline,
+            "none": NoBaseline,
+        }[config.baseline]()
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=config.lr)
+        self.schedule = torch.optim.lr_scheduler.ExponentialLR(self.optimizer, config.lr_decay)
+        self.validation = []  # featurised once: the set is fixed and featurisation deterministic
+        for s in validation_seeds(config.validation_graphs):
+            graph = generate_layered(config.graph_nodes, seed=s)
+            self.validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
+        self.best = float("inf")
+
+    @property
+    def best_model(self) -> PriorityModel:
+        """The model ``model.pt`` holds: the rollout baseline's policy, else the policy."""
+        if isinstance(self.baseline, GreedyRolloutBaseline):
+            return self.baseline.policy
+        return self.policy
+
+    def start(self, progress: Progress | None) -> None:
+        self.best = mean_greedy_cost(self.policy, self.validation)
+        if isinstance(self.baseline, GreedyRolloutBaseline):
+            self.baseline.score = self.best
+
+    def _update(self, graphs: list[Graph], rng: np.random.Generator) -> tuple[float, float]:
+        """One policy-gradient step; returns the mean sampled and baseline peaks."""
+        self.policy.train()
+        loss, cost, base = reinforce_loss(self.policy, self.baseline, graphs, rng)
+        self.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
+        self.optimizer.step()
+        return cost, base
+
+    def run_epoch(self, epoch: int, progress: Progress | None) -> EpochMetrics:
+        c = self.config
+        rng = np.random.default_rng([c.seed, epoch])
+        torch.manual_seed(c.seed * 1_000_003 + epoch)
+        costs, base_costs = [], []
+        slices = list(batch_slices(c.epoch_graphs, c.batch_size))
+        for b, part in enumerate(slices):
+            graphs = [
+                generate_layered(c.graph_nodes, seed=training_seed(0, epoch, c.epoch_graphs, i))
+                for i in range(part.start, part.stop)
+            ]
+            cost, base = self._update(graphs, rng)
+            costs.append(cost)
+            base_costs.append(base)
+            if progress is not None:
+                progress(
+                    f"epoch {epoch}: mean sampled peak {np.mean(costs):.4g}", b + 1, len(slices)
+                )
+        lr = self.optimizer.param_groups[0]["lr"]
+        self.schedule.step()
+        validation_cost = mean_greedy_cost(self.policy, self.validation)
+        updated = self.baseline.epoch_end(self.policy, validation_cost)
+        self.best = min(self.best, validation_cost)
+        meta = {"trained_epochs": epoch + 1, "validation_cost": self.best, "config": c.to_dict()}
+        save_priority_model(self.run_dir / rundir.MODEL_FILE, self.best_model, meta)
+        return EpochMetrics(
+            epoch=epoch,
+            train_cost=float(np.mean(costs)),
+            train_baseline_cost=float(np.mean(base_costs)),
+            validation_cost=validation_cost,
+            baseline_validation_cost=self.best,
+            baseline_updated=updated,
+            lr=lr,
+            seconds=0.0,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy.state_dict(),
+            "baseline": self.baseline.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "schedule": self.schedule.state_dict(),
+            "best_validation_cost": self.best,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.policy.load_state_dict(state["policy"])
+        self.baseline.load_state_dict(state["baseline"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.schedule.load_state_dict(state["schedule"])
+        self.best = state["best_validation_cost"]
+
+    def curves(self, history: Sequence[EpochMetrics]) -> dict[str, list[float]]:
+        return {
+            "sampled order (train)": [m.train_cost for m in history],
+            "greedy (validation)": [m.validation_cost for m in history],
+            "best (validation)": [m.baseline_validation_cost for m in history],
+        }
 
 
 def read_metrics(run_dir: str | Path) -> list[EpochMetrics]:
@@ -62,111 +274,11 @@ def train_ordering(
     config: OrderingTrainConfig | None = None,
     *,
     resume: bool = False,
-    on_batch: BatchCallback | None = None,
+    progress: Progress | None = None,
     on_epoch: Callable[[EpochMetrics], None] | None = None,
 ) -> list[EpochMetrics]:
     """Train (or, with ``resume``, continue training) in ``run_dir``; returns the history."""
     run_dir = Path(run_dir)
-    config = rundir.open_run(
-        run_dir,
-        config,
-        resume=resume,
-        from_dict=OrderingTrainConfig.from_dict,
-        to_dict=OrderingTrainConfig.to_dict,
-    )
-    torch.manual_seed(config.seed)
-    policy = PriorityModel(config.encoder, alpha=config.alpha)
-    baseline = copy.deepcopy(policy)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.lr)
-    schedule = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=config.lr_decay)
-    validation = []  # featurized once: the set is fixed and featurization is deterministic
-    for s in validation_seeds(config.validation_graphs):
-        graph = generate_layered(config.graph_nodes, seed=s)
-        validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
-    if resume:
-        state = rundir.load_state(run_dir)
-        policy.load_state_dict(state["policy"])
-        baseline.load_state_dict(state["baseline"])
-        optimizer.load_state_dict(state["optimizer"])
-        schedule.load_state_dict(state["schedule"])
-        start, baseline_validation = state["epoch"] + 1, state["baseline_validation_cost"]
-        history = read_metrics(run_dir)[:start]
-    else:
-        start, history = 0, []
-        baseline_validation = _mean_greedy_cost(baseline, validation)
-
-    batches = -(-config.epoch_graphs // config.batch_size)
-    for epoch in range(start, config.epochs):
-        began = time.perf_counter()
-        rng = np.random.default_rng([config.seed, epoch])
-        torch.manual_seed(config.seed * 1_000_003 + epoch)
-        costs, base_costs = [], []
-        baseline.eval()
-        for b in range(batches):
-            first = b * config.batch_size
-            count = min(config.batch_size, config.epoch_graphs - first)
-            graphs = [
-                generate_layered(
-                    config.graph_nodes,
-                    seed=training_seed(0, epoch, config.epoch_graphs, first + i),
-                )
-                for i in range(count)
-            ]
-            policy.train()
-            loss, cost, base = reinforce_loss(policy, baseline, graphs, rng)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), config.grad_clip)
-            optimizer.step()
-            costs.append(cost)
-            base_costs.append(base)
-            if on_batch is not None:
-                on_batch(epoch, b + 1, batches, float(np.mean(costs)))
-        lr = optimizer.param_groups[0]["lr"]
-        schedule.step()
-        validation_cost = _mean_greedy_cost(policy, validation)
-        updated = validation_cost < baseline_validation
-        if updated:
-            baseline.load_state_dict(policy.state_dict())
-            baseline_validation = validation_cost
-        metrics = EpochMetrics(
-            epoch=epoch,
-            train_cost=float(np.mean(costs)),
-            train_baseline_cost=float(np.mean(base_costs)),
-            validation_cost=validation_cost,
-            baseline_validation_cost=baseline_validation,
-            baseline_updated=updated,
-            lr=lr,
-            seconds=time.perf_counter() - began,
-        )
-        history.append(metrics)
-        state = {
-            "policy": policy.state_dict(),
-            "baseline": baseline.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "schedule": schedule.state_dict(),
-            "epoch": epoch,
-            "baseline_validation_cost": baseline_validation,
-        }
-        meta = {
-            "trained_epochs": epoch + 1,
-            "validation_cost": baseline_validation,
-            "config": config.to_dict(),
-        }
-        save_priority_model(run_dir / MODEL_FILE, baseline, meta)
-        rundir.end_epoch(
-            run_dir,
-            state,
-            history,
-            EpochMetrics,
-            {
-                "sampled order (train)": [m.train_cost for m in history],
-                "greedy (validation)": [m.validation_cost for m in history],
-                "baseline (validation)": [m.baseline_validation_cost for m in history],
-            },
-            ylabel="mean peak memory",
-            title="Topoformer REINFORCE training",
-        )
-        if on_epoch is not None:
-            on_epoch(metrics)
-    return history
+    config = rundir.open_run(run_dir, config, resume=resume, config_type=OrderingTrainConfig)
+    trainer = OrderingTrainer(run_dir, config)
+    return fit(run_dir, trainer, config.epochs, resume=resume, progress=progress, on_epoch=on_epoch)

@@ -8,12 +8,13 @@ is an error).
 
 import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
 
+from dagopt.configs import Config, read_config
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_bytes_atomic, write_text_atomic, write_torch_atomic
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
@@ -21,24 +22,20 @@ from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 CONFIG_FILE, STATE_FILE, MODEL_FILE = "config.json", "state.pt", "model.pt"
 METRICS_FILE, PLOT_FILE = "metrics.csv", "learning_curve.png"
 
-Config = TypeVar("Config")
+ConfigT = TypeVar("ConfigT", bound=Config)
 Row = TypeVar("Row")
 
 
 def open_run(
-    run_dir: Path,
-    config: Config | None,
-    *,
-    resume: bool,
-    from_dict: Callable[[dict[str, Any]], Config],
-    to_dict: Callable[[Config], dict[str, Any]],
-) -> Config:
-    """The run's configuration: the saved one on ``resume``, else ``config`` (now saved)."""
+    run_dir: Path, config: ConfigT | None, *, resume: bool, config_type: type[ConfigT]
+) -> ConfigT:
+    """The run's configuration: the saved one on ``resume``, else ``config`` (now saved
+    in a new ``run_dir``)."""
     state_path = run_dir / STATE_FILE
     if resume:
         if not state_path.exists():
             raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")
-        saved = from_dict(json.loads((run_dir / CONFIG_FILE).read_text()))
+        saved = read_config(run_dir / CONFIG_FILE, config_type)
         if config is not None and config != saved:
             raise InputError(f"{run_dir}: --config differs from the run's config.json")
         return saved
@@ -46,13 +43,23 @@ def open_run(
         raise InputError(f"{run_dir}: a run exists here; pass --resume or another --run-dir")
     if config is None:
         raise InputError("a training config is needed to start a run")
-    write_text_atomic(run_dir / CONFIG_FILE, json.dumps(to_dict(config), indent=1))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=1))
     return config
 
 
 def load_state(run_dir: Path) -> dict[str, Any]:
-    """The resume point ``state.pt`` of a run."""
-    return torch.load(run_dir / STATE_FILE, map_location="cpu", weights_only=False)
+    """The resume point ``state.pt`` of a run: tensors, numbers and strings only, read
+    with ``weights_only=True`` so a crafted file cannot run code; a corrupt or foreign
+    file is a one-line ``InputError``."""
+    path = run_dir / STATE_FILE
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many kinds for a corrupt or unsafe file
+        raise InputError(f"{path}: cannot resume from it ({type(exc).__name__})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("epoch"), int):
+        raise InputError(f"{path}: not a dagopt training state")
+    return state
 
 
 def end_epoch(

@@ -1,0 +1,126 @@
+"""Configs: frozen dataclasses read from and written to JSON-ready dicts.
+
+Every hyper-parameter set of dagopt (encoders, policies, training runs, BRKGA) is a
+frozen dataclass that validates itself in ``__post_init__`` and inherits ``Config``
+for its dict form. ``Config.from_dict`` is the one recursive reader: it rejects
+unknown keys, checks each value against the field's annotation (``int``, ``float``,
+``bool``, ``str``, tuples of them, nested configs, ``dict``), builds nested configs
+from nested dicts, and turns every mistake into a one-line ``InputError`` that names
+the key. ``Config.to_dict`` is its inverse (tuples become lists).
+"""
+
+import dataclasses
+import json
+import os
+import types
+import typing
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from dagopt.errors import InputError, reject_unknown_keys
+
+
+class Config:
+    """Mixin for frozen dataclass configs: ``from_dict`` and ``to_dict`` (module docstring)."""
+
+    @classmethod
+    def from_dict(cls, data: Any, *, what: str = "option") -> Self:
+        """Build the config from ``data`` (missing keys take the defaults)."""
+        if not isinstance(data, dict):
+            raise InputError(f"{what}s must be a JSON object, got {type(data).__name__}")
+        reject_unknown_keys(data, cls, what)
+        hints = typing.get_type_hints(cls)
+        values = {
+            f.name: _convert(hints[f.name], data[f.name], f"{what} {f.name!r}", f.name)
+            for f in dataclasses.fields(cls)
+            if f.name in data
+        }
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict that ``from_dict`` turns back into an equal config."""
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self) if f.init}
+
+
+ConfigT = TypeVar("ConfigT", bound=Config)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Config):
+        return value.to_dict()
+    if isinstance(value, tuple | list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _describe(hint: Any) -> str:
+    """How an error message names the annotation ``hint``."""
+    if hint is type(None):
+        return "null"
+    if typing.get_origin(hint) is tuple:
+        return "a list"
+    if typing.get_origin(hint) is dict or hint is dict:
+        return "an object"
+    return "a number" if hint is float else getattr(hint, "__name__", str(hint))
+
+
+def _convert(hint: Any, value: Any, what: str, name: str) -> Any:
+    """``value`` of the field ``name`` checked against its annotation ``hint`` (nested
+    configs built); ``what`` names the field in messages."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        for option in options:
+            try:
+                return _convert(option, value, what, name)
+            except InputError:
+                continue
+        wanted = " or ".join(_describe(option) for option in options)
+        raise InputError(f"{what} must be {wanted}, got {_type_name(value)} {value!r}")
+    if hint is type(None):
+        if value is not None:
+            raise InputError(f"{what} must be null, got {_type_name(value)}")
+        return None
+    if isinstance(hint, type) and issubclass(hint, Config):
+        return hint.from_dict(value, what=f"{name} option")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise InputError(f"{what} must be a list, got {_type_name(value)}")
+        item = typing.get_args(hint)[0]
+        return tuple(_convert(item, v, what, name) for v in value)
+    if origin is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise InputError(f"{what} must be an object, got {_type_name(value)}")
+        return dict(value)
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InputError(f"{what} must be a number, got {_type_name(value)} {value!r}")
+        return float(value)
+    if hint in (int, bool, str) and (
+        not isinstance(value, hint) or (hint is int and isinstance(value, bool))
+    ):
+        raise InputError(f"{what} must be {hint.__name__}, got {_type_name(value)} {value!r}")
+    return value
+
+
+def read_config(path: str | os.PathLike, config_type: type[ConfigT]) -> ConfigT:
+    """Read a JSON config file of ``config_type`` (missing keys take the defaults); an
+    unreadable file or a bad value is a one-line ``InputError``."""
+    file = Path(path)
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{file}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        reason = "not JSON text" if isinstance(exc, UnicodeDecodeError) else exc
+        raise InputError(f"{file}: cannot read config ({reason})") from None
+    try:
+        return config_type.from_dict(data)
+    except InputError as exc:
+        raise InputError(f"{file}: {exc}") from None

@@ -1,0 +1,97 @@
+"""The epoch loop every trained model shares, on the run-directory contract.
+
+``fit`` runs a ``Trainer``'s epochs in a run directory (``dagopt.train.rundir``): a new
+run starts from ``Trainer.start``, ``resume=True`` continues after the last finished
+epoch from ``state.pt``; after every epoch it writes ``state.pt`` (the trainer's state
+and the epoch), ``metrics.csv`` (one ``Trainer.row_type`` row per epoch, ``seconds``
+filled in here) and ``learning_curve.png``, each atomically, so killing the process
+loses at most the current epoch. The trainer owns the model-specific part: its
+batches, updates, validation and the best model file.
+"""
+
+import dataclasses
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from dagopt.train import rundir
+
+#: ``progress(stage, done, total)``: what a run reports while it works.
+Progress = Callable[[str, int, int], None]
+
+
+class Trainer(ABC):
+    """One run's model-specific part: ``fit`` calls ``start`` (new runs) or
+    ``load_state_dict`` (resumed ones), then ``run_epoch`` once per epoch."""
+
+    #: The dataclass of one epoch's metrics; it has ``epoch`` and ``seconds`` fields.
+    row_type: type
+    #: The learning curve's y-axis label and title.
+    ylabel: str
+    title: str
+
+    @abstractmethod
+    def start(self, progress: Progress | None) -> None:
+        """Before the first epoch of a new run (e.g. validate the untrained model)."""
+
+    @abstractmethod
+    def run_epoch(self, epoch: int, progress: Progress | None) -> Any:
+        """Train one epoch, validate, save the best model; return its ``row_type`` row."""
+
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue after this epoch (tensors, numbers, strings)."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore ``state_dict``'s output."""
+
+    @abstractmethod
+    def curves(self, history: Sequence[Any]) -> dict[str, list[float]]:
+        """The learning curve's lines (label -> one value per epoch of ``history``)."""
+
+
+def fit(
+    run_dir: str | Path,
+    trainer: Trainer,
+    epochs: int,
+    *,
+    resume: bool,
+    progress: Progress | None = None,
+    on_epoch: Callable[[Any], None] | None = None,
+) -> list[Any]:
+    """Run ``trainer`` up to ``epochs`` epochs in ``run_dir``; returns every epoch's row."""
+    run_dir = Path(run_dir)
+    if resume:
+        state = rundir.load_state(run_dir)
+        trainer.load_state_dict(state)
+        start = state["epoch"] + 1
+        history = rundir.read_metrics(run_dir, trainer.row_type)[:start]
+    else:
+        trainer.start(progress)
+        start, history = 0, []
+    for epoch in range(start, epochs):
+        began = time.perf_counter()
+        row = trainer.run_epoch(epoch, progress)
+        row = dataclasses.replace(row, seconds=time.perf_counter() - began)
+        history.append(row)
+        rundir.end_epoch(
+            run_dir,
+            {**trainer.state_dict(), "epoch": epoch},
+            history,
+            trainer.row_type,
+            trainer.curves(history),
+            ylabel=trainer.ylabel,
+            title=trainer.title,
+        )
+        if on_epoch is not None:
+            on_epoch(row)
+    return history
+
+
+def batch_slices(count: int, size: int) -> Iterator[slice]:
+    """``ceil(count / size)`` consecutive slices of at most ``size`` items."""
+    for first in range(0, count, size):
+        yield slice(first, min(first + size, count))

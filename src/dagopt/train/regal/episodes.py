@@ -1,0 +1,155 @@
+"""What a REGAL run trains on (paper 003, 2.3): graphs, their reference BRKGA results,
+and the environment that scores a policy's action by running BRKGA with it.
+
+A graph's reward is ``-H(G, D) / H(G, U)``, where ``H(G, U)`` is standard BRKGA's
+result on the graph (its *reference*, computed once per run and kept in
+``reference.json``) and ``H(G, D)`` BRKGA's result with the action's mutant
+distributions ``D``. Every BRKGA run on a graph uses the graph's seed, the one
+``H(G, U)`` was computed with (common random numbers): the reward then differs from -1
+only through ``D``. A solution over the memory limit scores ``-INFEASIBLE_RATIO``
+(A.2); graphs on which standard BRKGA finds nothing feasible are left out.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.nn.regal import (
+    RegalAction,
+    RegalPolicy,
+    action_distributions,
+    beta_grid,
+    regal_inputs,
+    sample_actions,
+)
+from dagopt.objectives.placement import GIB, Devices
+from dagopt.place.base import PlacementProblem, cost_ratio
+from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
+from dagopt.place.prior import order_prior_keys
+from dagopt.train.loop import Progress
+from dagopt.train.regal.config import RegalTrainConfig
+from dagopt.train.reinforce import Environment
+
+REFERENCE_FILE = "reference.json"
+
+
+@dataclass(frozen=True)
+class TrainingGraph:
+    """A graph with its features, standard BRKGA's cost ``H(G, U)`` on it, and the
+    priority keys of the policy's ``order_prior`` (``None`` without one)."""
+
+    seed: int
+    graph: Graph
+    inputs: Data
+    reference: float
+    prior_keys: np.ndarray | None = None
+
+
+def run_devices(config: RegalTrainConfig) -> Devices:
+    """The run's devices: ``num_devices`` of ``memory_gib`` each."""
+    return Devices.homogeneous(config.policy.num_devices, memory=config.memory_gib * GIB)
+
+
+def brkga_outcome(
+    config: RegalTrainConfig,
+    graph: Graph,
+    seed,
+    distributions: MutantDistributions | None = None,
+    evaluations: int | None = None,
+) -> SearchOutcome:
+    """BRKGA on ``graph`` with the run's devices and objective (uniform mutants unless
+    ``distributions``), ``brkga_evaluations`` unless ``evaluations``."""
+    problem = PlacementProblem(graph, run_devices(config), config.objective)
+    params = BrkgaParams(evaluations=evaluations or config.brkga_evaluations)
+    return run_brkga(problem, seed=seed, params=params, distributions=distributions)
+
+
+class BrkgaEnv(Environment):
+    """REGAL's environment: an action's reward is ``-H(G, D) / H(G, U)``."""
+
+    def __init__(self, config: RegalTrainConfig) -> None:
+        self.config = config
+
+    def reward(self, instance: TrainingGraph, action: RegalAction) -> float:
+        grid = beta_grid(self.config.policy, instance.inputs)
+        distributions = MutantDistributions(*action_distributions(action, grid))
+        outcome = brkga_outcome(self.config, instance.graph, instance.seed, distributions)
+        return -cost_ratio(outcome.cost, instance.reference)
+
+    def greedy_ratio(self, policy: RegalPolicy, graphs: list[TrainingGraph]) -> float:
+        """Mean ``H(G, D) / H(G, U)`` over ``graphs`` with the policy's modal action."""
+        policy.eval()
+        ratios = []
+        with torch.inference_mode():
+            for item in graphs:
+                action = sample_actions(*policy(item.inputs), greedy=True)
+                ratios.append(-self.reward(item, action))
+        return float(np.mean(ratios))
+
+
+def cached_per_seed(
+    path: Path,
+    seeds: list[int],
+    compute: Callable[[int], Any],
+    stage: str,
+    progress: Progress | None,
+) -> dict[int, Any]:
+    """``compute(seed)`` for every seed, kept in the JSON file ``path`` across runs.
+
+    Saved every 50 seeds, so an interrupted run recomputes at most that many.
+    """
+    known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
+    missing = [s for s in seeds if s not in known]
+    for i, seed in enumerate(missing):
+        known[seed] = compute(seed)
+        if (i + 1) % 50 == 0 or i + 1 == len(missing):
+            write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
+        if progress is not None:
+            progress(stage, i + 1, len(missing))
+    return known
+
+
+def references(
+    run_dir: Path,
+    config: RegalTrainConfig,
+    graphs: dict[int, Graph],
+    progress: Progress | None,
+) -> dict[int, float | None]:
+    """``H(G, U)`` per graph seed (``None``: nothing feasible), in ``reference.json``."""
+
+    def reference(seed: int) -> float | None:
+        infeasible, value = brkga_outcome(config, graphs[seed], seed).cost
+        return None if infeasible else value
+
+    return cached_per_seed(
+        run_dir / REFERENCE_FILE, list(graphs), reference, "reference BRKGA runs", progress
+    )
+
+
+def graph_set(
+    config: RegalTrainConfig,
+    seeds: list[int],
+    graphs: dict[int, Graph],
+    reference_of: dict[int, float | None],
+    progress: Progress | None,
+) -> list[TrainingGraph]:
+    """The graphs of ``seeds`` with a feasible reference, featurised (running the
+    policy's ``order_prior`` scheduler on each, with progress, if it has one)."""
+    devices, prior = run_devices(config), config.policy.order_prior
+    items = []
+    for i, s in enumerate(seeds):
+        if reference_of[s] is not None:
+            keys = None if prior is None else order_prior_keys(graphs[s], prior)
+            inputs = regal_inputs(graphs[s], None, devices, keys)
+            items.append(TrainingGraph(s, graphs[s], inputs, reference_of[s], keys))
+        if prior is not None and progress is not None:
+            progress(f"order prior ({prior['method']})", i + 1, len(seeds))
+    return items
