@@ -10,6 +10,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -18,7 +19,21 @@ from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import read_json_file
 from dagopt.io.orders import node_indices
-from dagopt.place.base import Placement
+
+
+class PlacementRecord(Protocol):
+    """What a placement file stores (``dagopt.place.Placement`` has it): the reader and
+    writer sit below the placers and do not import them."""
+
+    device_of: np.ndarray
+    order: np.ndarray
+    method: str
+    objective: str
+    makespan: float
+    peak_memory: np.ndarray
+    feasible: bool
+    seconds: float
+    proved_optimal: bool | None
 
 
 @dataclass(frozen=True)
@@ -32,7 +47,7 @@ class PlacementFile:
     order: np.ndarray
 
 
-def write_placement(path: str | os.PathLike, graph: Graph, placement: Placement) -> Path:
+def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementRecord) -> Path:
     """Write ``placement`` of ``graph`` (node-indexed arrays) as a placement file, atomically."""
     document = {
         "graph": graph.name,
