@@ -141,7 +141,7 @@ class RegalTrainer(Trainer):
         if self.baseline.parameters():
             torch.nn.utils.clip_grad_norm_(self.baseline.parameters(), c.grad_clip)
         self.optimizer.step()
-        return (-reward).tolist(), baseline_loss.item(), entropy.item()
+        return [-r for r in rewards], baseline_loss.item(), entropy.item()
 
     def run_epoch(self, epoch: int, progress: Progress | None) -> RegalEpoch:
         c = self.config
