@@ -1,7 +1,8 @@
 """``dagopt train``: resumable training runs with progress and a metrics log."""
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -32,6 +33,28 @@ def _progress_bar() -> Progress:
     )
 
 
+def _run(
+    train: Callable[..., Any],
+    run_dir: Path,
+    config: Any,
+    resume: bool,
+    describe: Callable[[Any], str],
+) -> None:
+    """Run ``train`` (a ``dagopt.train`` entry point) with a progress bar and one line
+    per epoch (``describe``) on stdout."""
+    with _progress_bar() as bar:
+        task = bar.add_task("preparing", total=None)
+
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, description=stage)
+
+        def on_epoch(metrics: Any) -> None:
+            console.print(describe(metrics), markup=False)
+
+        train(run_dir, config, resume=resume, progress=progress, on_epoch=on_epoch)
+    console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+
+
 def _set_threads(threads: int | None) -> None:
     if threads is not None:
         import torch
@@ -56,24 +79,17 @@ def ordering(
     cfg = read_config(config, OrderingTrainConfig) if config is not None else None
     if cfg is None and not resume:
         cfg = OrderingTrainConfig()
-    with _progress_bar() as bar:
-        task = bar.add_task("epoch", total=None)
 
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, description=stage)
+    def describe(m: EpochMetrics) -> str:
+        mark = " (baseline updated)" if m.baseline_updated else ""
+        return (
+            f"epoch {m.epoch}: train {m.train_cost:.4g} "
+            f"(baseline {m.train_baseline_cost:.4g}), "
+            f"validation greedy {m.validation_cost:.4g}, best {m.baseline_validation_cost:.4g}"
+            f"{mark}, {m.seconds:.0f} s"
+        )
 
-        def on_epoch(m: EpochMetrics) -> None:
-            mark = " (baseline updated)" if m.baseline_updated else ""
-            console.print(
-                f"epoch {m.epoch}: train {m.train_cost:.4g} "
-                f"(baseline {m.train_baseline_cost:.4g}), "
-                f"validation greedy {m.validation_cost:.4g}, best {m.baseline_validation_cost:.4g}"
-                f"{mark}, {m.seconds:.0f} s",
-                markup=False,
-            )
-
-        train_ordering(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
-    console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+    _run(train_ordering, run_dir, cfg, resume, describe)
 
 
 @train_app.command()
@@ -114,23 +130,16 @@ def placement(
         cfg = RegalTrainConfig.from_dict({**base.to_dict(), **overrides})
     if cfg is None and not resume:
         cfg = RegalTrainConfig()
-    with _progress_bar() as bar:
-        task = bar.add_task("preparing", total=None)
 
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, description=stage)
+    def describe(m: RegalEpoch) -> str:
+        mark = " (saved model.pt)" if m.improved else ""
+        return (
+            f"epoch {m.epoch}: train H(G,D)/H(G,U) {m.train_ratio:.4f}, "
+            f"validation {m.validation_ratio:.4f}, best {m.best_validation_ratio:.4f}, "
+            f"entropy {m.entropy:.3f}{mark}, {m.seconds:.0f} s"
+        )
 
-        def on_epoch(m: RegalEpoch) -> None:
-            mark = " (saved model.pt)" if m.improved else ""
-            console.print(
-                f"epoch {m.epoch}: train H(G,D)/H(G,U) {m.train_ratio:.4f}, "
-                f"validation {m.validation_ratio:.4f}, best {m.best_validation_ratio:.4f}, "
-                f"entropy {m.entropy:.3f}{mark}, {m.seconds:.0f} s",
-                markup=False,
-            )
-
-        train_regal(run_dir, cfg, resume=resume, progress=progress, on_epoch=on_epoch)
-    console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+    _run(train_regal, run_dir, cfg, resume, describe)
 
 
 @train_app.command()

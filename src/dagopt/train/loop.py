@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from dagopt.errors import InputError
 from dagopt.train import rundir
 
 #: ``progress(stage, done, total)``: what a run reports while it works.
@@ -24,13 +25,20 @@ Progress = Callable[[str, int, int], None]
 
 class Trainer(ABC):
     """One run's model-specific part: ``fit`` calls ``start`` (new runs) or
-    ``load_state_dict`` (resumed ones), then ``run_epoch`` once per epoch."""
+    ``load_state_dict`` (resumed ones), then ``run_epoch`` once per epoch.
+
+    The resume state is every object of ``parts`` (models, optimizers, schedules,
+    baselines: anything with ``state_dict`` / ``load_state_dict``) by name, and
+    ``best``, the best validation score so far.
+    """
 
     #: The dataclass of one epoch's metrics; it has ``epoch`` and ``seconds`` fields.
     row_type: type
     #: The learning curve's y-axis label and title.
     ylabel: str
     title: str
+    #: The best validation score so far (lower is better).
+    best: float = float("inf")
 
     @abstractmethod
     def start(self, progress: Progress | None) -> None:
@@ -41,12 +49,24 @@ class Trainer(ABC):
         """Train one epoch, validate, save the best model; return its ``row_type`` row."""
 
     @abstractmethod
+    def parts(self) -> dict[str, Any]:
+        """The run's stateful objects by name (``state.pt`` keys)."""
+
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to continue after this epoch (tensors, numbers, strings)."""
+        return {name: part.state_dict() for name, part in self.parts().items()} | {
+            "best": self.best
+        }
 
-    @abstractmethod
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore ``state_dict``'s output."""
+        """Restore ``state_dict``'s output; a state of another run is an ``InputError``."""
+        try:
+            for name, part in self.parts().items():
+                part.load_state_dict(state[name])
+            self.best = float(state["best"])
+        except (KeyError, RuntimeError, ValueError, TypeError) as exc:
+            message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise InputError(f"state.pt does not belong to this run ({message})") from None
 
     @abstractmethod
     def curves(self, history: Sequence[Any]) -> dict[str, list[float]]:

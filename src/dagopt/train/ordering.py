@@ -180,7 +180,6 @@ class OrderingTrainer(Trainer):
         for s in validation_seeds(config.validation_graphs):
             graph = generate_layered(config.graph_nodes, seed=s)
             self.validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
-        self.best = float("inf")
 
     @property
     def best_model(self) -> PriorityModel:
@@ -240,21 +239,13 @@ class OrderingTrainer(Trainer):
             seconds=0.0,
         )
 
-    def state_dict(self) -> dict[str, Any]:
+    def parts(self) -> dict[str, Any]:
         return {
-            "policy": self.policy.state_dict(),
-            "baseline": self.baseline.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "schedule": self.schedule.state_dict(),
-            "best_validation_cost": self.best,
+            "policy": self.policy,
+            "baseline": self.baseline,
+            "optimizer": self.optimizer,
+            "schedule": self.schedule,
         }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.baseline.load_state_dict(state["baseline"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.schedule.load_state_dict(state["schedule"])
-        self.best = state["best_validation_cost"]
 
     def curves(self, history: Sequence[EpochMetrics]) -> dict[str, list[float]]:
         return {

@@ -96,7 +96,6 @@ class RegalTrainer(Trainer):
         self.optimizer = torch.optim.Adam(
             [*self.policy.parameters(), *self.baseline.parameters()], lr=config.lr
         )
-        self.best = float("inf")
         self.targets: dict[int, ImitationTarget] | None = None
 
     def _save_model(self, epochs: int) -> None:
@@ -186,19 +185,8 @@ class RegalTrainer(Trainer):
             seconds=0.0,
         )
 
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy.state_dict(),
-            "baseline": self.baseline.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "best_validation_ratio": self.best,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.policy.load_state_dict(state["policy"])
-        self.baseline.load_state_dict(state["baseline"])
-        self.optimizer.load_state_dict(state["optimizer"])
-        self.best = state["best_validation_ratio"]
+    def parts(self) -> dict[str, Any]:
+        return {"policy": self.policy, "baseline": self.baseline, "optimizer": self.optimizer}
 
     def curves(self, history: Sequence[RegalEpoch]) -> dict[str, list[float]]:
         return {
