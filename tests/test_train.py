@@ -94,3 +94,44 @@ def test_training_lowers_the_mean_greedy_cost(tmp_path):
     trained, _ = load_priority_model(tmp_path / "run" / MODEL_FILE)
     after = np.mean([greedy_cost(trained, g) for g in fixed])
     assert after < before
+
+
+class _Exploit:
+    """Pickles to a call of ``pathlib.Path.touch``: loading it with ``weights_only=False``
+    would create the marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import pathlib
+
+        return pathlib.Path.touch, (pathlib.Path(self.marker),)
+
+
+def test_a_malicious_state_file_does_not_execute(tmp_path):
+    run = tmp_path / "run"
+    train_ordering(run, tiny_config(epochs=1))
+    marker = tmp_path / "pwned"
+    torch.save({"epoch": 0, "policy": _Exploit(marker)}, run / "state.pt")
+    with pytest.raises(InputError, match="state.pt: cannot resume from it"):
+        train_ordering(run, resume=True)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"garbage", None, {"epoch": "x"}, {"epoch": 0}, {"epoch": 0, "policy": {}}],
+    ids=["empty", "garbage", "not-a-dict", "bad-epoch", "missing-keys", "wrong-weights"],
+)
+def test_a_corrupt_or_foreign_state_is_a_one_line_error(tmp_path, content):
+    run = tmp_path / "run"
+    train_ordering(run, tiny_config(epochs=1))
+    state = run / "state.pt"
+    if isinstance(content, bytes):
+        state.write_bytes(content)
+    else:
+        torch.save(content if content is not None else [1, 2], state)
+    with pytest.raises(InputError) as error:
+        train_ordering(run, resume=True)
+    assert "\n" not in str(error.value)
