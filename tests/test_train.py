@@ -114,7 +114,7 @@ def test_a_malicious_state_file_does_not_execute(tmp_path):
     train_ordering(run, tiny_config(epochs=1))
     marker = tmp_path / "pwned"
     torch.save({"epoch": 0, "policy": _Exploit(marker)}, run / "state.pt")
-    with pytest.raises(InputError, match="state.pt: cannot resume from it"):
+    with pytest.raises(InputError, match=r"state\.pt: cannot resume from it"):
         train_ordering(run, resume=True)
     assert not marker.exists()
 

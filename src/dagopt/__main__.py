@@ -1,5 +1,5 @@
 """``python -m dagopt``: the same as the ``dagopt`` command."""
 
-from dagopt.cli.main import app
+from dagopt.cli.entry import main
 
-app(prog_name="dagopt")
+main()

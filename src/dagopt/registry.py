@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from dagopt.errors import InputError
 
 
@@ -57,3 +59,14 @@ class Registry(dict[str, MethodSpec]):
         except KeyError:
             known = ", ".join(sorted(self))
             raise InputError(f"unknown {self.kind} {name!r} (known: {known})") from None
+
+
+def check_run_arguments(seed: int | None, time_limit: float | None) -> None:
+    """The arguments every solver and placer takes: ``seed`` ``None`` or an integer
+    >= 0 (numpy's generators take no negative seed), ``time_limit`` ``None`` or >= 0."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}")
+    if seed is not None and seed < 0:
+        raise InputError(f"seed must be >= 0, got {seed}")
+    if time_limit is not None and not time_limit >= 0:
+        raise InputError(f"time limit must be >= 0 seconds, got {time_limit}")

@@ -6,7 +6,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from dagopt.cli.output import console, fmt_mem
+from dagopt.cli.output import check_output, console, fmt_mem
 from dagopt.io import read_order, write_graph_json
 from dagopt.io.onnx import read_onnx, write_onnx
 from dagopt.objectives import peak_memory
@@ -32,6 +32,7 @@ def import_model(
     ] = None,
 ) -> None:
     """Import an ONNX MODEL as a graph file whose node list keeps the model's node order."""
+    check_output(out, model)
     onnx_graph = read_onnx(model, assume_size=assume_size)
     graph = onnx_graph.graph
     path = write_graph_json(graph, out)
@@ -60,6 +61,7 @@ def export_onnx(
     ],
 ) -> None:
     """Write MODEL with its nodes in the order of ORDER, checked by the ONNX checker."""
+    check_output(out, model, order_path)
     # Writing needs the node names and edges only: sizes (and --assume-size) play no part.
     onnx_graph = read_onnx(model, assume_size=0.0)
     order = read_order(order_path, onnx_graph.graph).order

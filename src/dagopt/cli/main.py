@@ -3,6 +3,8 @@
 Every ``DagoptError`` (bad file, cyclic graph, unknown method...) and every OS error
 (missing or unwritable file) raised by a command is printed as one line
 ``error: <message>`` on stderr and exits with status 2, like typer's usage errors.
+Ctrl-C prints ``error: interrupted`` and exits 130 (128 + SIGINT), as a shell does;
+outputs are written atomically, so an interrupted command leaves no partial file.
 """
 
 from typing import Any
@@ -14,7 +16,7 @@ from dagopt.cli.demo import demo
 from dagopt.cli.generate import generate_app
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.methods import methods
-from dagopt.cli.output import fail
+from dagopt.cli.output import INTERRUPTED_EXIT, fail
 from dagopt.cli.place import evaluate_placement, place_command
 from dagopt.cli.schedule import evaluate, schedule
 from dagopt.cli.train import train_app
@@ -33,6 +35,8 @@ class _UserErrorGroup(TyperGroup):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise fail(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", INTERRUPTED_EXIT) from None
 
 
 app = typer.Typer(

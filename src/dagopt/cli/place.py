@@ -8,7 +8,7 @@ import numpy as np
 import typer
 
 from dagopt.bench.timing import format_seconds
-from dagopt.cli.output import console, fmt_mem, fmt_proved
+from dagopt.cli.output import check_output, console, fmt_mem, fmt_proved
 from dagopt.cli.settings import parse_settings
 from dagopt.errors import InputError
 from dagopt.graph import Graph
@@ -114,7 +114,9 @@ def place_command(
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed.", show_default=False)] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="Random seed.", show_default=False)
+    ] = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", metavar="PLACEMENT.json", help="Write the placement here."),
@@ -122,6 +124,7 @@ def place_command(
 ) -> None:
     """Place the ops of GRAPH on devices and order them with METHOD (paper 003)."""
     get_placer(method)
+    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
     graph = load(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
     runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)

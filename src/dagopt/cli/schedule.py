@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dagopt.bench.timing import format_seconds
-from dagopt.cli.output import console, fmt_mem, fmt_proved
+from dagopt.cli.output import check_output, console, fmt_mem, fmt_proved
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
@@ -41,7 +41,9 @@ def schedule(
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Random seed.", show_default=False)] = None,
+    seed: Annotated[
+        int | None, typer.Option(min=0, help="Random seed.", show_default=False)
+    ] = None,
     keep_outputs: KeepOutputs = False,
     out: Annotated[
         Path | None,
@@ -50,6 +52,7 @@ def schedule(
 ) -> None:
     """Find an execution order of GRAPH with METHOD and print its peak memory in one line."""
     get_solver(method)
+    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
     graph = load(graph_path)
     given = {
         "beam_width": beam_width,

@@ -1,8 +1,24 @@
-"""Atomic file output: write to a temporary file beside the target, then rename."""
+"""Atomic file output: write to a temporary file beside the target, then rename.
+
+The new file gets the mode a plain ``open(path, "w")`` would give it: the replaced
+file's mode, or ``0o666`` less the process umask for a new file (``mkstemp`` alone
+would leave every output ``0o600``).
+"""
 
 import os
+import stat
 import tempfile
 from pathlib import Path
+
+
+def _mode_for(target: Path) -> int:
+    """The permission bits the written file should carry."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
@@ -17,6 +33,7 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), _mode_for(target))
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

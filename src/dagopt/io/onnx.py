@@ -145,7 +145,9 @@ def _one_line(exc: BaseException) -> str:
 def _load(file: Path) -> onnx.ModelProto:
     """``onnx.load`` and ``onnx.checker.check_model``; every failure is one ``InputError``."""
     try:
-        model = onnx.load(file)
+        # The protobuf encoding whatever the suffix: onnx.load would parse a .json
+        # file as ONNX's JSON form and fail deep inside protobuf.
+        model = onnx.load(file, format="protobuf")
     except FileNotFoundError:
         raise InputError(f"{file}: no such file") from None
     except OSError as exc:

@@ -13,7 +13,7 @@ import numpy as np
 
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
-from dagopt.registry import Registry
+from dagopt.registry import Registry, check_run_arguments
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ def solve(
     """Run solver ``method`` on ``graph`` and return its validated, re-evaluated ``Schedule``."""
     spec = get_solver(method)
     spec.check_options(options)
+    check_run_arguments(seed, time_limit)
     start = time.perf_counter()
     result = spec.fn(graph, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options)
     seconds = time.perf_counter() - start

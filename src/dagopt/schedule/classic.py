@@ -50,6 +50,13 @@ def _lifo_topological(succ_ptr, succ_idx, in_degree):
     return order
 
 
+#: The most orders ``random`` draws (a guard against a mistyped count: at 100 orders a
+#: millisecond on a small graph, the cap is hours of work).
+MAX_SAMPLES = 10_000_000
+#: Orders drawn at once: their ``(chunk, n)`` uniforms stay small.
+SAMPLE_CHUNK = 256
+
+
 @register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
 def solve_random(
     graph: Graph,
@@ -59,11 +66,16 @@ def solve_random(
     samples: int = 100,
     **_: object,
 ) -> SolverResult:
-    if int(samples) < 1:
-        raise SolverError(f"samples must be >= 1, got {samples}")
+    samples = int(samples)
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
     # Uniform choice among the ready nodes is eq. (8) of paper 000 with equal priorities.
-    orders, _ = sample_orders(
-        graph, np.zeros(graph.num_nodes), int(samples), np.random.default_rng(seed)
-    )
-    peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
-    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": int(samples)})
+    rng, equal = np.random.default_rng(seed), np.zeros(graph.num_nodes)
+    best, best_peak = None, np.inf
+    for first in range(0, samples, SAMPLE_CHUNK):
+        orders, _ = sample_orders(graph, equal, min(SAMPLE_CHUNK, samples - first), rng)
+        peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
+        i = int(np.argmin(peaks))
+        if peaks[i] < best_peak:
+            best, best_peak = orders[i], peaks[i]
+    return SolverResult(order=best, info={"samples": samples})
