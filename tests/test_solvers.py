@@ -1,9 +1,12 @@
+import time
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagopt import Graph, InputError, SolverError
+from dagopt.generate import generate_layered
 from dagopt.objectives import peak_memory
 from dagopt.schedule import SOLVERS, solve
 from dags import all_topological_orders, dags, reference_peak, sparse_dag
@@ -131,3 +134,48 @@ def test_anchored_dp_is_never_worse_than_inductor(g, keep):
     for width in (1, 2, 8):
         anchored = solve(g, "anchored-dp", beam_width=width, keep_outputs=keep)
         assert anchored.peak_memory <= inductor.peak_memory * (1 + 1e-12)
+
+
+def test_one_time_setup_is_timed_apart_from_the_solve():
+    """The first call of a method runs it once on a small warm-up graph (where numba
+    compiles and models load); that time is ``setup_seconds``, not ``seconds``."""
+    from dagopt.schedule.base import SolverResult, register
+
+    compiled = []
+
+    @register("test-compiling", "test only: slow on its first call")
+    def _solve(graph, **_):
+        if not compiled:
+            time.sleep(0.3)
+            compiled.append(True)
+        return SolverResult(order=graph.topological_order)
+
+    try:
+        graph = generate_layered(30, seed=1)
+        first, second = (solve(graph, "test-compiling") for _ in range(2))
+    finally:
+        SOLVERS.pop("test-compiling")
+    assert first.setup_seconds >= 0.3 and first.seconds < 0.3
+    assert second.setup_seconds == 0.0
+
+
+def test_a_beam_that_cannot_fit_stops_before_allocating():
+    n = 200_000
+    chain = Graph(n, np.arange(n - 1), np.arange(1, n), mem=np.ones(n))
+    began = time.perf_counter()
+    with pytest.raises(SolverError, match=r"needs about .* GiB.*beam width of at most"):
+        solve(chain, "approx-dp", beam_width=100_000)
+    with pytest.raises(SolverError, match=r"dfs-dp on 200,000 nodes .* needs about"):
+        solve(chain, "dfs-dp", time_limit=1)
+    assert time.perf_counter() - began < 5
+
+
+def test_the_set_dp_reports_its_steps():
+    from dagopt.progress import reporting
+
+    seen = []
+    graph = generate_layered(40, seed=2)
+    with reporting(lambda stage, done, total: seen.append((stage, done, total))):
+        solve(graph, "approx-dp", beam_width=50)
+    steps = [s for s in seen if s[0].startswith("set DP") and s[2] == graph.num_nodes]
+    assert [done for _, done, _ in steps] == list(range(graph.num_nodes))

@@ -1,12 +1,16 @@
 """Shared console output: number formatting, the rich consoles, and user-error reporting."""
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dagopt.errors import InputError
+from dagopt.progress import reporting
 
 #: Results (tables, summary lines, notes) go to stdout; progress and spinners go to stderr.
 console = Console(soft_wrap=True, highlight=False)
@@ -48,3 +52,41 @@ def check_output(out: Path | None, *inputs: Path) -> None:
         )
         if same:
             raise InputError(f"{out}: is also an input of this command; write elsewhere")
+
+
+def progress_bar() -> Progress:
+    """A progress bar on a terminal's stderr (description, bar, done/total, elapsed time),
+    erased when done so that an error stays the only line there; none when stderr is
+    not a terminal (logs get the result lines on stdout only)."""
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
+    return Progress(
+        *columns,
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not err_console.is_terminal,
+    )
+
+
+@contextmanager
+def progress_on_terminal() -> Iterator[None]:
+    """Show what ``dagopt.progress.report`` says inside the block on a terminal's
+    stderr; report nothing when stderr is piped."""
+    with progress_bar() as bar:
+        task = bar.add_task("starting", total=None)
+
+        def update(stage: str, done: int | None, total: int | None) -> None:
+            bar.update(task, description=stage, completed=done or 0, total=total)
+
+        with reporting(update if err_console.is_terminal else None):
+            yield
+
+
+def fmt_seconds(seconds: float, setup: float = 0.0) -> str:
+    """A solve's time, with one-time setup (compiling, loading) apart when it counts."""
+    from dagopt.bench.timing import format_seconds
+
+    line = f"{format_seconds(seconds)} s"
+    if setup >= 0.05:
+        line += f" (+ {format_seconds(setup)} s one-time setup)"
+    return line

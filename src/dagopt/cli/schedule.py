@@ -8,8 +8,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dagopt.bench.timing import format_seconds
-from dagopt.cli.output import check_output, console, fmt_mem, fmt_proved
+from dagopt.cli.output import (
+    check_output,
+    console,
+    fmt_mem,
+    fmt_proved,
+    fmt_seconds,
+    progress_on_terminal,
+)
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
@@ -61,12 +67,14 @@ def schedule(
         "checkpoint": checkpoint,
     }
     options = {key: value for key, value in given.items() if value is not None}
-    result = solve(
-        graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options
-    )
+    with progress_on_terminal():
+        result = solve(
+            graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options
+        )
     line = (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(lower_bound(graph))}, {format_seconds(result.seconds)} s, "
+        f"lower bound {fmt_mem(lower_bound(graph))}, "
+        f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
         f"proved optimal: {fmt_proved(result.proved_optimal)}"
     )
     if out is not None:

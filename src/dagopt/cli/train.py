@@ -5,9 +5,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from dagopt.cli.output import console, err_console
+from dagopt.cli.output import console, progress_bar
 from dagopt.cli.settings import parse_settings
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
@@ -19,20 +18,6 @@ ThreadsOpt = Annotated[
 ]
 
 
-def _progress_bar() -> Progress:
-    """A progress bar on a terminal's stderr (description, bar, done/total, elapsed time),
-    erased when done so that an error stays the only line there; none when stderr is
-    not a terminal (logs get the per-epoch lines on stdout)."""
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn())
-    return Progress(
-        *columns,
-        TimeElapsedColumn(),
-        console=err_console,
-        transient=True,
-        disable=not err_console.is_terminal,
-    )
-
-
 def _run(
     train: Callable[..., Any],
     run_dir: Path,
@@ -42,7 +27,7 @@ def _run(
 ) -> None:
     """Run ``train`` (a ``dagopt.train`` entry point) with a progress bar and one line
     per epoch (``describe``) on stdout."""
-    with _progress_bar() as bar:
+    with progress_bar() as bar:
         task = bar.add_task("preparing", total=None)
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -158,7 +143,7 @@ def brkga(
 
     began = time.perf_counter()
     training = [generate_placement(seed=s) for s in range(graphs)]
-    with _progress_bar() as bar:
+    with progress_bar() as bar:
         task = bar.add_task(f"grid search ({objective})", total=None)
         best, table = grid_search(
             training,

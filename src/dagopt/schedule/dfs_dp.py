@@ -20,6 +20,8 @@ from numba import njit
 
 from dagopt.graph import Graph
 from dagopt.objectives import lower_bound
+from dagopt.progress import report
+from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
 
 MAX_MEMO_BITS = 22
@@ -143,6 +145,12 @@ def depth_first_dp(
     n = graph.num_nodes
     if n == 0:
         return np.zeros(0, dtype=np.int64), True, {}
+    memo_size = 2 ** min(MAX_MEMO_BITS, 14 + int(np.ceil(np.log2(n + 1))))
+    check_fits(
+        (n + 1.0) * n * 8 + memo_size * 16.0,
+        f"dfs-dp on {n:,} nodes (a candidate list per depth)",
+        "use approx-dp or inductor",
+    )
     _seed(seed)
     missing = graph.in_degree.astype(np.int64)
     pending = graph.out_degree.astype(np.int64)
@@ -154,7 +162,6 @@ def depth_first_dp(
     cand_count[0] = sources.size
     zobrist = np.random.default_rng(0x5EED).integers(1, 2**63, size=n, dtype=np.int64)
     sinks = graph.out_degree == 0
-    memo_size = 2 ** min(MAX_MEMO_BITS, 14 + int(np.ceil(np.log2(n + 1))))
     arrays = dict(
         state=np.zeros(3, dtype=np.int64),
         fill=np.zeros(1, dtype=np.int64),
@@ -186,8 +193,11 @@ def depth_first_dp(
         _search(**arrays, steps=CHUNK_STEPS)
         finished = bool(arrays["state"][1])
         found = np.isfinite(arrays["best"][0])
-        if finished or (found and time.perf_counter() - start >= time_limit):
+        elapsed = time.perf_counter() - start
+        if finished or (found and elapsed >= time_limit):
             break
+        best = f"best peak {arrays['best'][0]:.6g}" if found else "no order yet"
+        report(f"dfs-dp: {int(arrays['state'][2]):,} iterations, {best}", int(elapsed), None)
     info = {"iterations": int(arrays["state"][2]), "memo_entries": int(arrays["fill"][0])}
     return arrays["best_order"].copy(), finished, info
 

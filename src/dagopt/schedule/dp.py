@@ -17,7 +17,9 @@ import numba
 import numpy as np
 
 from dagopt.errors import SolverError
-from dagopt.graph import Graph, bits_to_bool
+from dagopt.graph import Graph, bits_to_bool, num_words
+from dagopt.progress import report
+from dagopt.resources import available_bytes, check_fits
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.dp_kernels import (
     DPGraph,
@@ -27,6 +29,29 @@ from dagopt.schedule.dp_kernels import (
     materialize,
 )
 from dagopt.schedule.inductor import inductor_best_order
+
+#: Bytes per child of a step (parent, node, hash, peak, live) and per kept state of the
+#: path (parent, node), for ``state_bytes``.
+CHILD_BYTES, PATH_BYTES = 40, 16
+
+
+def state_bytes(n: int, words: int, states: int, children: int) -> float:
+    """What a step of the set DP holds at most: the kept states' node sets and ready
+    sets (old and new, ``words`` 64-bit words each), the children of the step, and the
+    parent/node path of every step (``n`` steps of ``states``)."""
+    return 4.0 * states * words * 8 + children * CHILD_BYTES + float(n) * states * PATH_BYTES
+
+
+def graph_bytes(n: int, words: int) -> float:
+    """The bitset views of ``DPGraph``: three ``(n, words)`` arrays of 64-bit words."""
+    return 3.0 * n * words * 8
+
+
+def fitting_width(n: int, words: int) -> int:
+    """The largest beam width whose path and state arrays fit beside the graph's
+    bitsets in the available memory (0 when the bitsets alone do not fit)."""
+    per_state = 4.0 * words * 8 + float(n) * PATH_BYTES + CHILD_BYTES
+    return max(0, int((0.8 * available_bytes() - graph_bytes(n, words)) / per_state))
 
 
 def select_best(peak: np.ndarray, live: np.ndarray, k: int) -> np.ndarray:
@@ -92,6 +117,16 @@ def state_dp(
     n = graph.num_nodes
     if n == 0:
         return np.zeros(0, dtype=np.int64), True, {"max_states": 0}
+    words = num_words(n)
+    name = "exact-dp" if beam_width is None else f"beam width {beam_width:,}"
+    advice = "use method inductor"
+    if beam_width is not None and fitting_width(n, words) >= 1:
+        advice = f"use a beam width of at most {fitting_width(n, words):,} or method inductor"
+    check_fits(
+        graph_bytes(n, words) + state_bytes(n, words, beam_width or 1, beam_width or 1),
+        f"the set DP with {name} on {n:,} nodes",
+        advice,
+    )
     dpg = DPGraph(graph, keep_outputs=keep_outputs)
     start = time.perf_counter()
     sets = np.zeros((1, dpg.words), dtype=np.uint64)
@@ -107,7 +142,13 @@ def state_dp(
     widest = 1
     width, late = beam_width, 0
     for t in range(n):
+        report(f"set DP ({name}): step {t + 1:,} of {n:,}, {sets.shape[0]:,} states", t, n)
         offsets = np.cumsum(count_children(ready, sets.shape[0]))
+        check_fits(  # what this step allocates beyond the arrays already held
+            int(offsets[-1]) * CHILD_BYTES + 2.0 * sets.shape[0] * words * 8,
+            f"the set DP ({name}) at step {t + 1} of {n:,}",
+            "use a smaller beam width (approx-dp) or method inductor",
+        )
         c_parent, c_node, c_hash, c_peak, c_live = expand(
             sets, ready, live, peak, hashes, offsets,
             dpg.pred_ptr, dpg.pred_idx, dpg.succ_mask, dpg.mem, dpg.run_mem,
