@@ -5,7 +5,7 @@ test without depending on training."""
 import pytest
 import torch
 
-from dagopt.nn.checkpoint import save_priority_model, save_regal_policy
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.regal import RegalConfig, RegalPolicy
 
@@ -16,7 +16,7 @@ TINY_ENCODER = EncoderConfig(dim=16, layers=1, heads_per_group=(1,) * 7, head_di
 def tiny_priority_model(tmp_path_factory):
     torch.manual_seed(0)
     path = tmp_path_factory.mktemp("model") / "tiny.pt"
-    save_priority_model(path, PriorityModel(TINY_ENCODER), meta={"purpose": "tests"})
+    save_model(path, PriorityModel(TINY_ENCODER), {"purpose": "tests"})
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DAGOPT_TOPOFORMER_CHECKPOINT", str(path))
         yield path
@@ -32,7 +32,7 @@ def tiny_regal_policies(tmp_path_factory):
     root = tmp_path_factory.mktemp("regal")
     for objective in ("runtime", "peak-memory"):
         meta = {"objective": objective, "purpose": "tests"}
-        save_regal_policy(root / f"regal-{objective}" / "model.pt", RegalPolicy(TINY_REGAL), meta)
+        save_model(root / f"regal-{objective}" / "model.pt", RegalPolicy(TINY_REGAL), meta)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DAGOPT_REGAL_CHECKPOINT_DIR", str(root))
         yield root

@@ -17,14 +17,15 @@ the ablation baselines of section 5.3 / Table 3:
 ``PriorityModel`` adds the priority head of eq. (7) and the normalisation of eq. (17).
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 from torch_geometric.nn import GATConv
 
-from dagopt.errors import InputError
+from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias
+from dagopt.nn.checkpoint import model_format
 from dagopt.nn.features import GraphInputs
 
 ATTENTION_KINDS = ("topoformer", "topoformer-dag", "transformer")
@@ -37,8 +38,7 @@ class EncoderConfig:
 
     ``heads_per_group``: heads for each of the seven masks of ``dagopt.nn.masks`` (0
     drops that group); ``head_dim``: size of one head; ``pe_dim``: Laplacian encodings
-    appended to the ``in_features`` node features. ``dataclasses.asdict`` gives a
-    JSON-ready dict and ``EncoderConfig(**that_dict)`` rebuilds the config.
+    appended to the ``in_features`` node features.
     """
 
     kind: str = "topoformer"
@@ -64,6 +64,15 @@ class EncoderConfig:
                 f"dim={self.dim}, head_dim={self.head_dim}, in_features={self.in_features}, "
                 f"pe_dim={self.pe_dim}"
             )
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; ``EncoderConfig.from_dict`` inverts it."""
+        return {**asdict(self), "heads_per_group": list(self.heads_per_group)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EncoderConfig":
+        reject_unknown_keys(data, cls, "encoder option")
+        return cls(**data)
 
     @property
     def group_heads(self) -> tuple[int, ...]:
@@ -137,6 +146,7 @@ class Encoder(nn.Module):
         return self.norm(h)
 
 
+@model_format("dagopt-priority-model", EncoderConfig, extras=("alpha",))
 class PriorityModel(nn.Module):
     """Encoder plus the priority head: eq. (7) then the normalisation of eq. (17).
 

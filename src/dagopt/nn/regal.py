@@ -42,6 +42,7 @@ from torch_geometric.utils import scatter
 from dagopt.errors import InputError, reject_unknown_keys
 from dagopt.graph import Graph
 from dagopt.graph.paths import longest_paths
+from dagopt.nn.checkpoint import model_format
 from dagopt.objectives.placement import Devices, resolve_runtimes
 from dagopt.place.prior import check_order_prior
 
@@ -374,6 +375,7 @@ class RegalEncoder(nn.Module):
         return h
 
 
+@model_format("dagopt-regal-policy", RegalConfig)
 class RegalPolicy(nn.Module):
     """The bandit ``B(G)`` of 003 section 2.3: logits of ``2 (d + 1) |V|`` categoricals.
 

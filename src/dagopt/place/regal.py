@@ -48,9 +48,10 @@ def default_checkpoint(objective: str) -> Path:
 
 @lru_cache(maxsize=4)
 def _cached_policy(path: str) -> tuple["RegalPolicy", dict]:
-    from dagopt.nn.checkpoint import load_regal_policy
+    from dagopt.nn.checkpoint import load_model
+    from dagopt.nn.regal import RegalPolicy
 
-    return load_regal_policy(path)
+    return load_model(path, expected=RegalPolicy)
 
 
 def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":

@@ -36,9 +36,10 @@ def default_checkpoint() -> Path:
 
 @lru_cache(maxsize=4)
 def _cached_model(path: str) -> "PriorityModel":
-    from dagopt.nn.checkpoint import load_priority_model
+    from dagopt.nn.checkpoint import load_model as load_model_file
+    from dagopt.nn.encoders import PriorityModel
 
-    return load_priority_model(path)[0]
+    return load_model_file(path, expected=PriorityModel)[0]
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":

@@ -47,11 +47,7 @@ class OrderingTrainConfig:
         reject_unknown_keys(data, cls, "training option")
         values = dict(data)
         if "encoder" in values:
-            encoder = dict(values["encoder"])
-            reject_unknown_keys(encoder, EncoderConfig, "encoder option")
-            if "heads_per_group" in encoder:
-                encoder["heads_per_group"] = tuple(encoder["heads_per_group"])
-            values["encoder"] = EncoderConfig(**encoder)
+            values["encoder"] = EncoderConfig.from_dict(dict(values["encoder"]))
         config = cls(**values)
         config.validate()
         return config

@@ -22,7 +22,7 @@ import torch
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
-from dagopt.nn.checkpoint import save_priority_model
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.train import rundir
@@ -153,7 +153,7 @@ def train_ordering(
             "validation_cost": baseline_validation,
             "config": config.to_dict(),
         }
-        save_priority_model(run_dir / MODEL_FILE, baseline, meta)
+        save_model(run_dir / MODEL_FILE, baseline, meta)
         rundir.end_epoch(
             run_dir,
             state,

@@ -47,7 +47,7 @@ from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
-from dagopt.nn.checkpoint import save_regal_policy
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.regal import (
     RegalAction,
     RegalBaseline,
@@ -362,9 +362,9 @@ def train_placement(
     optimizer = torch.optim.Adam([*policy.parameters(), *baseline.parameters()], lr=config.lr)
     meta_base = {"objective": config.objective, "config": config.to_dict()}
 
-    def save_model(epochs: int, ratio: float) -> None:
+    def save_best(epochs: int, ratio: float) -> None:
         meta = {**meta_base, "trained_epochs": epochs, "validation_ratio": ratio}
-        save_regal_policy(run_dir / MODEL_FILE, policy, meta)
+        save_model(run_dir / MODEL_FILE, policy, meta)
 
     if resume:
         state = rundir.load_state(run_dir)
@@ -376,7 +376,7 @@ def train_placement(
     else:
         start, history = 0, []
         best = validation_ratio(policy, config, validation)
-        save_model(0, best)
+        save_best(0, best)
     targets = (
         _imitation_targets(run_dir, config, training, progress)
         if start < config.imitation_epochs
@@ -409,7 +409,7 @@ def train_placement(
         improved = valid < best
         if improved:
             best = valid
-            save_model(epoch + 1, valid)
+            save_best(epoch + 1, valid)
         metrics = PlacementEpoch(
             epoch=epoch,
             train_ratio=float(np.mean(ratios)),
