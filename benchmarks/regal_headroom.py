@@ -21,7 +21,8 @@ solution, which no policy can, and puts ``beta(c k, c (1 - k))`` (``c`` =
   prior of the shipped peak-memory policy), or devices from ``gp-dfs``'s Kernighan-Lin
   partition (``dagopt.place.baselines.partition``), uniform on the rest. They ask
   whether a hand-made prior could stand in for a learned one;
-- *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
+- *shipped policy*: the ``regal`` placer's modal action from the shipped model
+  (``DAGOPT_MODEL_DIR`` overrides it).
 
 Each row is the geometric-mean % gap from the best any row (or the teacher) found per
 graph and seed. The last column is the share of ops that two teachers (other seeds)

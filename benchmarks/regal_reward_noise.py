@@ -14,7 +14,8 @@ with the graph's seed (the reference REGAL training uses, 003 section 2.3):
 - *priority by latest start*: every op's priority gene from ``beta(5 r, 5 (1 - r))``
   (each parameter at least 0.2), ``r`` the op's rank by earliest latest start on the
   critical path, in ``(0, 1)``: a hand-set distribution, not a learned one;
-- *shipped policy*: the ``regal`` placer's modal action from ``checkpoints/``.
+- *shipped policy*: the ``regal`` placer's modal action from the shipped model
+  (``DAGOPT_MODEL_DIR`` overrides it).
 
 These two rows are paired instead: BRKGA with the distribution over standard BRKGA
 with the same seed, averaged over the seeds ``graph seed + 1..k``. The graph's own seed

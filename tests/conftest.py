@@ -1,38 +1,35 @@
 """Session set-up: small random-weight models stand in for the shipped ones (the
-Topoformer priority model and the REGAL policies), so the neural solvers run in every
-test without depending on training."""
+Topoformer priority model and the REGAL policies, with BRKGA's default parameters as
+``brkga-tuned``) in a ``DAGOPT_MODEL_DIR``, so the methods that load a model run in
+every test without depending on training."""
 
 import pytest
 import torch
 
-from dagopt.nn.checkpoint import save_priority_model, save_regal_policy
+from dagopt.models import MODEL_DIR_ENV, model_path
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.regal import RegalConfig, RegalPolicy
+from dagopt.place.brkga import BrkgaParams
+from dagopt.place.tuning import write_tuned
 
 TINY_ENCODER = EncoderConfig(dim=16, layers=1, heads_per_group=(1,) * 7, head_dim=8)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def tiny_priority_model(tmp_path_factory):
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("model") / "tiny.pt"
-    save_priority_model(path, PriorityModel(TINY_ENCODER), meta={"purpose": "tests"})
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DAGOPT_TOPOFORMER_CHECKPOINT", str(path))
-        yield path
-
-
 TINY_REGAL = RegalConfig(hidden=8, rounds=1, mlp_layers=1)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def tiny_regal_policies(tmp_path_factory):
-    """Random-weight REGAL policies for both objectives in a temporary checkpoint dir."""
-    torch.manual_seed(0)
-    root = tmp_path_factory.mktemp("regal")
-    for objective in ("runtime", "peak-memory"):
-        meta = {"objective": objective, "purpose": "tests"}
-        save_regal_policy(root / f"regal-{objective}" / "model.pt", RegalPolicy(TINY_REGAL), meta)
+def tiny_models(tmp_path_factory):
+    """The model folder of the tests, laid out like ``dagopt.models``."""
+    root = tmp_path_factory.mktemp("models")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DAGOPT_REGAL_CHECKPOINT_DIR", str(root))
+        patch.setenv(MODEL_DIR_ENV, str(root))
+        torch.manual_seed(0)
+        save_model(
+            model_path("topoformer-ordering"), PriorityModel(TINY_ENCODER), {"purpose": "tests"}
+        )
+        torch.manual_seed(0)
+        for objective in ("runtime", "peak-memory"):
+            meta = {"objective": objective, "purpose": "tests"}
+            save_model(model_path(f"regal-{objective}"), RegalPolicy(TINY_REGAL), meta)
+            write_tuned(model_path("brkga-tuned"), objective, BrkgaParams(), {"purpose": "tests"})
         yield root

@@ -14,7 +14,7 @@ import torch
 from dagopt.configs import read_config
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement, placement_graph
-from dagopt.nn.checkpoint import load_regal_policy, save_regal_policy
+from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.regal import (
     RegalConfig,
     RegalPolicy,
@@ -89,8 +89,8 @@ def test_regal_errors(graph, tmp_path):
 def test_policy_file_round_trip(tmp_path, graph):
     torch.manual_seed(1)
     policy = RegalPolicy(RegalConfig(hidden=8, rounds=2, init_prob_one=0.3))
-    path = save_regal_policy(tmp_path / "p.pt", policy, {"objective": "runtime"})
-    loaded, meta = load_regal_policy(path)
+    path = save_model(tmp_path / "p.pt", policy, {"objective": "runtime"})
+    loaded, meta = load_model(path, expected=RegalPolicy)
     assert meta == {"objective": "runtime"} and loaded.config == policy.config
     for a, b in zip(policy.state_dict().values(), loaded.state_dict().values(), strict=True):
         assert torch.equal(a, b)
@@ -131,7 +131,7 @@ def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
         assert torch.equal(a, b)
     references = json.loads((tmp_path / "a" / "reference.json").read_text())
     assert len(references) == 6
-    policy, meta = load_regal_policy(tmp_path / "a" / MODEL_FILE)
+    policy, meta = load_model(tmp_path / "a" / MODEL_FILE, expected=RegalPolicy)
     assert meta["objective"] == "peak-memory" and policy.config.hidden == 8
     assert (tmp_path / "a" / "learning_curve.png").stat().st_size > 1000
     # The run's model places graphs through the regal placer.
@@ -152,7 +152,7 @@ def test_untrained_policy_validates_at_ratio_one(tmp_path):
         train_regal(
             tmp_path / "r", tiny_training("runtime", epochs=1), progress=stop_at_first_batch
         )
-    _, meta = load_regal_policy(tmp_path / "r" / MODEL_FILE)
+    _, meta = load_model(tmp_path / "r" / MODEL_FILE, expected=RegalPolicy)
     assert meta["trained_epochs"] == 0
     assert meta["validation_ratio"] == 1.0
 
@@ -291,7 +291,7 @@ def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
         )
     assert distance[100.0] < 0.5 * distance[0.0]
     model = tmp_path / "100.0" / MODEL_FILE
-    policy, _ = load_regal_policy(model)
+    policy, _ = load_model(model, expected=RegalPolicy)
     assert policy.config.order_prior == prior
     graph = generate_placement(30, seed=3)
     result = place(graph, "regal", objective="peak-memory", checkpoint=model, evaluations=300)

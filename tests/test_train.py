@@ -7,7 +7,7 @@ import torch
 from dagopt import InputError
 from dagopt.configs import read_config
 from dagopt.generate import generate_layered
-from dagopt.nn.checkpoint import load_priority_model, save_priority_model
+from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import graph_inputs
 from dagopt.train.ordering import OrderingTrainConfig, greedy_cost, read_metrics, train_ordering
@@ -28,8 +28,8 @@ def tiny_config(**changes) -> OrderingTrainConfig:
 def test_checkpoint_round_trip(tmp_path):
     torch.manual_seed(1)
     model = PriorityModel(TINY, alpha=3.0)
-    path = save_priority_model(tmp_path / "m.pt", model, meta={"note": "x"})
-    loaded, meta = load_priority_model(path)
+    path = save_model(tmp_path / "m.pt", model, {"note": "x"})
+    loaded, meta = load_model(path, expected=PriorityModel)
     g = generate_layered(25, seed=4)
     with torch.no_grad():
         assert torch.equal(model.eval()(graph_inputs(g)), loaded(graph_inputs(g)))
@@ -40,7 +40,7 @@ def test_bad_model_file_is_an_input_error(tmp_path):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(InputError, match="cannot read model file"):
-        load_priority_model(bad)
+        load_model(bad, expected=PriorityModel)
 
 
 def test_interrupted_run_resumes_to_the_same_result(tmp_path):
@@ -60,8 +60,8 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     resumed = train_ordering(tmp_path / "b", resume=True)
     assert [m.epoch for m in resumed] == [0, 1]
     assert [m.train_cost for m in resumed] == [m.train_cost for m in straight]
-    a, _ = load_priority_model(tmp_path / "a" / MODEL_FILE)
-    b, _ = load_priority_model(tmp_path / "b" / MODEL_FILE)
+    a, _ = load_model(tmp_path / "a" / MODEL_FILE, expected=PriorityModel)
+    b, _ = load_model(tmp_path / "b" / MODEL_FILE, expected=PriorityModel)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         assert torch.equal(pa, pb)
     assert (tmp_path / "b" / "learning_curve.png").stat().st_size > 1000
@@ -91,7 +91,7 @@ def test_training_lowers_the_mean_greedy_cost(tmp_path):
     torch.manual_seed(config.seed)  # the same initial policy as the run's
     before = np.mean([greedy_cost(PriorityModel(encoder).eval(), g) for g in fixed])
     train_ordering(tmp_path / "run", config)
-    trained, _ = load_priority_model(tmp_path / "run" / MODEL_FILE)
+    trained, _ = load_model(tmp_path / "run" / MODEL_FILE, expected=PriorityModel)
     after = np.mean([greedy_cost(trained, g) for g in fixed])
     assert after < before
 

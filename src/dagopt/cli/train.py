@@ -131,11 +131,18 @@ def placement(
 def brkga(
     objective: Annotated[str, typer.Option(help="runtime or peak-memory.")],
     graphs: Annotated[int, typer.Option(min=1, help="Training graphs (seeds 0..N-1).")] = 10,
-    out: Annotated[Path, typer.Option("--out", "-o", help="JSON file of tuned parameters.")] = Path(
-        "checkpoints/brkga-tuned.json"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="JSON file of tuned parameters (an existing one keeps its other objective).",
+        ),
+    ] = Path("brkga-tuned.json"),
 ) -> None:
-    """Tune BRKGA's hyper-parameters by grid search on training graphs (003 section 3.2)."""
+    """Tune BRKGA's hyper-parameters by grid search on training graphs (003 section 3.2).
+
+    `dagopt place --method brkga-tuned --set params=OUT` uses the result."""
     import time
 
     from dagopt.generate.placement import generate_placement

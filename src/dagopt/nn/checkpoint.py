@@ -1,96 +1,118 @@
-"""Model files: the Topoformer priority model (paper 000) and the REGAL policy (paper 003).
+"""Model files: one registry of formats, one way to save and load any of them.
 
-A priority-model file is a ``torch.save`` dict ``{"format", "version", "config",
-"alpha", "state_dict", "meta"}``; a REGAL file ``{"format", "version", "config",
-"state_dict", "meta"}``. ``meta`` records how the model was trained. Written atomically.
+A model class registers its format with ``@model_format(name, config_type)``: the
+model is ``cls(config, **extras)``, where ``config_type`` has ``to_dict()`` and
+``from_dict(data)`` and each name of ``extras`` is an attribute of the model (the
+priority model's ``alpha``). A model file is a ``torch.save`` dict ``{"format",
+"version", "config", *extras, "state_dict", "meta"}``; ``meta`` records how the model
+was trained. ``save_model`` writes it atomically; ``load_model`` checks the format,
+its version and the keys and rebuilds the model, and a file it cannot use is an
+``InputError`` with a one-line message.
 """
 
-import dataclasses
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_torch_atomic
-from dagopt.nn.encoders import EncoderConfig, PriorityModel
-from dagopt.nn.regal import RegalConfig, RegalPolicy
 
-FORMAT = "dagopt-priority-model"
-REGAL_FORMAT = "dagopt-regal-policy"
-VERSION = 1
+Model = TypeVar("Model", bound=torch.nn.Module)
 
 
-def model_document(model: PriorityModel, meta: dict[str, Any]) -> dict[str, Any]:
-    """The dict stored in a model file (also embedded in training checkpoints)."""
-    return {
-        "format": FORMAT,
-        "version": VERSION,
-        "config": dataclasses.asdict(model.config),
-        "alpha": float(model.alpha),
+@dataclass(frozen=True)
+class ModelFormat:
+    """How one model class is stored: see the module docstring."""
+
+    name: str
+    config_type: type
+    extras: tuple[str, ...]
+    version: int
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The keys of a file besides ``format`` and ``version``."""
+        return ("config", *self.extras, "state_dict", "meta")
+
+
+FORMATS: dict[type, ModelFormat] = {}
+
+
+def model_format(
+    name: str, config_type: type, *, extras: tuple[str, ...] = (), version: int = 1
+) -> Callable[[type[Model]], type[Model]]:
+    """Class decorator: register the class's file format ``name`` (module docstring)."""
+
+    def register(cls: type[Model]) -> type[Model]:
+        if any(f.name == name for f in FORMATS.values()):
+            raise ValueError(f"model format {name!r} is already registered")
+        FORMATS[cls] = ModelFormat(name, config_type, tuple(extras), version)
+        return cls
+
+    return register
+
+
+def _format_of(model_type: type) -> ModelFormat:
+    if model_type not in FORMATS:
+        raise TypeError(f"{model_type.__name__} has no registered model format")
+    return FORMATS[model_type]
+
+
+def save_model(path: str | os.PathLike, model: torch.nn.Module, meta: dict[str, Any]) -> Path:
+    """Write ``model`` (of a registered class) and ``meta`` to ``path`` atomically."""
+    fmt = _format_of(type(model))
+    document = {
+        "format": fmt.name,
+        "version": fmt.version,
+        "config": model.config.to_dict(),
+        **{key: getattr(model, key) for key in fmt.extras},
         "state_dict": model.state_dict(),
         "meta": dict(meta),
     }
+    return write_torch_atomic(path, document)
 
 
-def model_from_document(document: Any, *, source: str = "checkpoint") -> PriorityModel:
-    """Rebuild a ``PriorityModel`` from ``model_document`` output."""
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise InputError(f"{source}: not a dagopt priority-model file")
-    if document.get("version") != VERSION:
-        raise InputError(f"{source}: unsupported model file version {document.get('version')}")
-    config = dict(document["config"])
-    config["heads_per_group"] = tuple(config["heads_per_group"])
-    model = PriorityModel(EncoderConfig(**config), alpha=document["alpha"])
-    model.load_state_dict(document["state_dict"])
-    return model.eval()
+def _one_line(exc: Exception, limit: int = 200) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def save_priority_model(path: str | os.PathLike, model: PriorityModel, meta: dict) -> Path:
-    """Write ``model`` and ``meta`` to ``path`` atomically."""
-    return write_torch_atomic(path, model_document(model, meta))
-
-
-def _read_document(path: str | os.PathLike) -> tuple[Path, Any]:
+def load_model(path: str | os.PathLike, *, expected: type[Model]) -> tuple[Model, dict]:
+    """Load a model file of ``expected``'s format; returns the model in eval mode and its
+    ``meta``."""
+    fmt = _format_of(expected)
     file = Path(path)
     if not file.is_file():
         raise InputError(f"{file}: no such model file")
     try:
-        return file, torch.load(file, map_location="cpu", weights_only=True)
+        document = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds for a corrupt file
         raise InputError(f"{file}: cannot read model file ({type(exc).__name__})") from None
-
-
-def load_priority_model(path: str | os.PathLike) -> tuple[PriorityModel, dict]:
-    """Load a model file; returns the model in eval mode and its ``meta``."""
-    file, document = _read_document(path)
-    return model_from_document(document, source=str(file)), dict(document.get("meta", {}))
-
-
-def regal_document(policy: RegalPolicy, meta: dict[str, Any]) -> dict[str, Any]:
-    """The dict stored in a REGAL policy file."""
-    return {
-        "format": REGAL_FORMAT,
-        "version": VERSION,
-        "config": policy.config.to_dict(),
-        "state_dict": policy.state_dict(),
-        "meta": dict(meta),
-    }
-
-
-def save_regal_policy(path: str | os.PathLike, policy: RegalPolicy, meta: dict) -> Path:
-    """Write a REGAL policy and ``meta`` to ``path`` atomically."""
-    return write_torch_atomic(path, regal_document(policy, meta))
-
-
-def load_regal_policy(path: str | os.PathLike) -> tuple[RegalPolicy, dict]:
-    """Load a REGAL policy file; returns the policy in eval mode and its ``meta``."""
-    file, document = _read_document(path)
-    if not isinstance(document, dict) or document.get("format") != REGAL_FORMAT:
-        raise InputError(f"{file}: not a dagopt REGAL policy file")
-    if document.get("version") != VERSION:
-        raise InputError(f"{file}: unsupported model file version {document.get('version')}")
-    policy = RegalPolicy(RegalConfig.from_dict(document["config"]))
-    policy.load_state_dict(document["state_dict"])
-    return policy.eval(), dict(document.get("meta", {}))
+    found = document.get("format") if isinstance(document, dict) else None
+    if found != fmt.name:
+        kind = f"a {found} file" if isinstance(found, str) else "no dagopt model file"
+        raise InputError(f"{file}: not a {fmt.name} file ({kind})")
+    if document.get("version") != fmt.version:
+        raise InputError(
+            f"{file}: unsupported {fmt.name} version {document.get('version')!r} "
+            f"(this dagopt reads version {fmt.version})"
+        )
+    missing = [key for key in fmt.keys if key not in document]
+    if missing:
+        raise InputError(f"{file}: {fmt.name} file without {', '.join(missing)}")
+    try:
+        config = fmt.config_type.from_dict(dict(document["config"]))
+        model = expected(config, **{key: document[key] for key in fmt.extras})
+    except (InputError, TypeError, ValueError) as exc:
+        raise InputError(f"{file}: bad {fmt.name} config ({_one_line(exc)})") from None
+    try:
+        model.load_state_dict(document["state_dict"])
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        raise InputError(
+            f"{file}: the state dict does not fit the {fmt.name} config ({_one_line(exc)})"
+        ) from None
+    return model.eval(), dict(document["meta"])

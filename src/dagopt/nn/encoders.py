@@ -26,6 +26,7 @@ from torch_geometric.nn import GATConv
 from dagopt.configs import Config
 from dagopt.errors import InputError
 from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias
+from dagopt.nn.checkpoint import model_format
 from dagopt.nn.features import GraphInputs
 
 ATTENTION_KINDS = ("topoformer", "topoformer-dag", "transformer")
@@ -137,6 +138,7 @@ class Encoder(nn.Module):
         return self.norm(h)
 
 
+@model_format("dagopt-priority-model", EncoderConfig, extras=("alpha",))
 class PriorityModel(nn.Module):
     """Encoder plus the priority head: eq. (7) then the normalisation of eq. (17).
 

@@ -6,13 +6,11 @@ mutant distributions for the same budget as standard BRKGA (5,000 evaluations).
 ``idrs`` is the paper's Instance-Dependent Random Search baseline (section 3.2): the
 same distributions, but the budget is spent on independent samples instead of BRKGA.
 
-The model comes from ``checkpoint`` or the shipped
-``checkpoints/regal-<objective>/model.pt`` (``DAGOPT_REGAL_CHECKPOINT_DIR`` overrides the
-directory that holds the ``regal-<objective>`` runs).
+The model comes from ``checkpoint`` or is the shipped ``regal-<objective>``
+(``dagopt.models.model_path``; ``DAGOPT_MODEL_DIR`` overrides it).
 """
 
 import math
-import os
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dagopt.errors import InputError
+from dagopt.models import model_path
 from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
 from dagopt.place.brkga import (
     OPTION_NAMES,
@@ -36,26 +35,21 @@ from dagopt.place.prior import order_prior_keys
 if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at registration
     from dagopt.nn.regal import RegalPolicy
 
-SHIPPED_DIR = Path(__file__).resolve().parents[3] / "checkpoints"
 DECODES = ("greedy", "sample")
-
-
-def default_checkpoint(objective: str) -> Path:
-    """The model file used for ``objective`` when no ``checkpoint`` is given."""
-    root = Path(os.environ.get("DAGOPT_REGAL_CHECKPOINT_DIR", SHIPPED_DIR))
-    return root / f"regal-{objective}" / "model.pt"
 
 
 @lru_cache(maxsize=4)
 def _cached_policy(path: str) -> tuple["RegalPolicy", dict]:
-    from dagopt.nn.checkpoint import load_regal_policy
+    from dagopt.nn.checkpoint import load_model
+    from dagopt.nn.regal import RegalPolicy
 
-    return load_regal_policy(path)
+    return load_model(path, expected=RegalPolicy)
 
 
 def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
     """The policy for ``problem``: it must have been trained for the same device count."""
-    path = Path(checkpoint) if checkpoint is not None else default_checkpoint(problem.objective)
+    default = model_path(f"regal-{problem.objective}")
+    path = Path(checkpoint) if checkpoint is not None else default
     if not path.is_file():
         raise InputError(f"no REGAL model file at {path}; pass --checkpoint PATH")
     policy, meta = _cached_policy(str(path.resolve()))

@@ -4,7 +4,7 @@
 graphs and keeps the one with the smallest mean cost ratio to BRKGA's defaults (an
 infeasible result counts as ratio 2). ``dagopt train brkga`` writes the winners to a
 JSON file, one entry per objective; the ``brkga-tuned`` placer reads it (the shipped
-``checkpoints/brkga-tuned.json`` unless ``params`` names another file).
+``brkga-tuned`` of ``dagopt.models.model_path`` unless ``params`` names another file).
 """
 
 import itertools
@@ -19,6 +19,7 @@ import numpy as np
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
+from dagopt.models import model_path
 from dagopt.objectives.placement import Devices
 from dagopt.place.base import PlacementProblem, PlacerResult, cost_ratio, register_placer
 from dagopt.place.brkga import BrkgaParams, outcome_result, run_brkga
@@ -29,7 +30,6 @@ GRID = {
     "mutant_fraction": (0.1, 0.2, 0.3),
     "elite_bias": (0.6, 0.7, 0.8),
 }
-SHIPPED_PARAMS = Path(__file__).resolve().parents[3] / "checkpoints" / "brkga-tuned.json"
 
 
 def grid_search(
@@ -96,7 +96,9 @@ def read_tuned(path: str | os.PathLike, objective: str) -> BrkgaParams:
 def brkga_tuned(
     problem: PlacementProblem, *, seed=None, time_limit=None, params=None, evaluations=None
 ) -> PlacerResult:
-    tuned = read_tuned(params if params is not None else SHIPPED_PARAMS, problem.objective)
+    tuned = read_tuned(
+        params if params is not None else model_path("brkga-tuned"), problem.objective
+    )
     if evaluations is not None:
         tuned = BrkgaParams(**{**asdict(tuned), "evaluations": evaluations})
     outcome = run_brkga(problem, seed=seed, params=tuned, time_limit=time_limit)

@@ -3,8 +3,8 @@ decoded greedily, by sampling, or by beam search with state collapsing.
 
 One forward pass of the priority model gives ``y`` (eq. 7, normalised by eq. 17);
 the decoders of ``dagopt.schedule.priority`` and ``dagopt.schedule.dp`` turn it into
-orders. The model comes from ``--checkpoint`` or the shipped default
-``checkpoints/topoformer-ordering/model.pt`` (``DAGOPT_TOPOFORMER_CHECKPOINT`` overrides it).
+orders. The model comes from ``--checkpoint`` or is the shipped
+``topoformer-ordering`` (``dagopt.models.model_path``; ``DAGOPT_MODEL_DIR`` overrides it).
 """
 
 import os
@@ -16,6 +16,7 @@ import numpy as np
 
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
+from dagopt.models import model_path
 from dagopt.objectives import peak_memory
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.dp import state_dp
@@ -24,25 +25,18 @@ from dagopt.schedule.priority import greedy_order, sample_orders
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
     from dagopt.nn.encoders import PriorityModel
 
-SHIPPED_CHECKPOINT = (
-    Path(__file__).resolve().parents[3] / "checkpoints" / "topoformer-ordering" / "model.pt"
-)
-
-
-def default_checkpoint() -> Path:
-    """The model file used when no ``checkpoint`` option is given."""
-    return Path(os.environ.get("DAGOPT_TOPOFORMER_CHECKPOINT", SHIPPED_CHECKPOINT))
-
 
 @lru_cache(maxsize=4)
 def _cached_model(path: str) -> "PriorityModel":
-    from dagopt.nn.checkpoint import load_priority_model
+    from dagopt.nn.checkpoint import load_model as load_model_file
+    from dagopt.nn.encoders import PriorityModel
 
-    return load_priority_model(path)[0]
+    return load_model_file(path, expected=PriorityModel)[0]
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
-    path = Path(checkpoint) if checkpoint is not None else default_checkpoint()
+    """The priority model in ``checkpoint``, else the default one (``model_path``)."""
+    path = Path(checkpoint) if checkpoint is not None else model_path("topoformer-ordering")
     if not path.is_file():
         raise InputError(f"no Topoformer model file at {path}; pass --checkpoint PATH")
     return _cached_model(str(path.resolve()))

@@ -24,7 +24,7 @@ from dagopt.errors import InputError
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
-from dagopt.nn.checkpoint import save_priority_model
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.objectives import peak_memory
@@ -227,7 +227,7 @@ class OrderingTrainer(Trainer):
         updated = self.baseline.epoch_end(self.policy, validation_cost)
         self.best = min(self.best, validation_cost)
         meta = {"trained_epochs": epoch + 1, "validation_cost": self.best, "config": c.to_dict()}
-        save_priority_model(self.run_dir / rundir.MODEL_FILE, self.best_model, meta)
+        save_model(self.run_dir / rundir.MODEL_FILE, self.best_model, meta)
         return EpochMetrics(
             epoch=epoch,
             train_cost=float(np.mean(costs)),

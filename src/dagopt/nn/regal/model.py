@@ -7,6 +7,7 @@ from torch import nn
 from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter
 
+from dagopt.nn.checkpoint import model_format
 from dagopt.nn.layers.bidirectional_edge_conv import BidirectionalEdgeConv
 from dagopt.nn.layers.mlp import mlp
 from dagopt.nn.regal.config import REGAL_EDGE_FEATURES, RegalConfig
@@ -44,6 +45,7 @@ class RegalEncoder(nn.Module):
         return h
 
 
+@model_format("dagopt-regal-policy", RegalConfig)
 class RegalPolicy(nn.Module):
     """The bandit ``B(G)`` of 003 section 2.3: logits of ``2 (d + 1) |V|`` categoricals.
 

@@ -25,7 +25,7 @@ import torch
 
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
-from dagopt.nn.checkpoint import save_regal_policy
+from dagopt.nn.checkpoint import save_model
 from dagopt.nn.regal import (
     RegalBaseline,
     RegalPolicy,
@@ -105,7 +105,7 @@ class RegalTrainer(Trainer):
             "trained_epochs": epochs,
             "validation_ratio": self.best,
         }
-        save_regal_policy(self.run_dir / rundir.MODEL_FILE, self.policy, meta)
+        save_model(self.run_dir / rundir.MODEL_FILE, self.policy, meta)
 
     def start(self, progress: Progress | None) -> None:
         self.best = self.env.greedy_ratio(self.policy, self.validation)
