@@ -87,7 +87,7 @@ def recording_solver():
         return SolverResult(order=graph.topological_order, proved_optimal=True)
 
     yield name, calls
-    SOLVERS.pop(name)
+    SOLVERS.unregister(name)
 
 
 def assert_user_error(result, fragment: str) -> str:
@@ -286,7 +286,7 @@ def test_evaluate_keep_outputs_counts_graph_outputs(tmp_path):
 def test_methods_lists_every_registered_solver():
     result = dagopt("methods")
     assert result.exit_code == 0, result.output
-    for name in SOLVERS:
+    for name in SOLVERS.all():
         assert name in result.stdout
 
 

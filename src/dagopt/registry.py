@@ -6,6 +6,7 @@ options it takes); ``lookup`` and ``check_options`` turn a bad name or option in
 one-line ``InputError``.
 """
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -34,31 +35,53 @@ class MethodSpec:
             )
 
 
-class Registry(dict[str, MethodSpec]):
-    """Name -> ``MethodSpec``; ``kind`` names the entries in error messages."""
+class Registry:
+    """Name -> ``MethodSpec``; ``kind`` names the entries in error messages.
 
-    def __init__(self, kind: str) -> None:
-        super().__init__()
+    The solvers register themselves with ``register`` when their module is imported;
+    ``providers`` names those modules, imported only when needed (cheapest first): a
+    lookup imports them one by one until the name turns up, and ``all`` imports every
+    one. So running a classical method never pays for numba, torch or OR-Tools, and
+    ``dagopt --help`` imports no solver at all.
+    """
+
+    def __init__(self, kind: str, providers: tuple[str, ...] = ()) -> None:
         self.kind = kind
+        self._specs: dict[str, MethodSpec] = {}
+        self._pending = list(providers)
 
     def register(self, name: str, summary: str, options: tuple[str, ...] = ()) -> Callable:
         """Decorator adding a solver under ``name``."""
 
         def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-            if name in self:
+            if name in self._specs:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
-            self[name] = MethodSpec(name=name, fn=fn, summary=summary, options=options)
+            self._specs[name] = MethodSpec(name=name, fn=fn, summary=summary, options=options)
             return fn
 
         return wrap
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for solvers registered by tests)."""
+        del self._specs[name]
+
+    def _import_next(self) -> None:
+        importlib.import_module(self._pending.pop(0))
+
     def lookup(self, name: str) -> MethodSpec:
         """The spec of ``name``; an unknown name is an ``InputError`` listing the known ones."""
-        try:
-            return self[name]
-        except KeyError:
-            known = ", ".join(sorted(self))
-            raise InputError(f"unknown {self.kind} {name!r} (known: {known})") from None
+        while name not in self._specs and self._pending:
+            self._import_next()
+        if name not in self._specs:
+            known = ", ".join(self.all())
+            raise InputError(f"unknown {self.kind} {name!r} (known: {known})")
+        return self._specs[name]
+
+    def all(self) -> dict[str, MethodSpec]:
+        """Every registered spec by name, sorted (imports every provider)."""
+        while self._pending:
+            self._import_next()
+        return dict(sorted(self._specs.items()))
 
 
 def check_run_arguments(seed: int | None, time_limit: float | None) -> None:

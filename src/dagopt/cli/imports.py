@@ -8,7 +8,6 @@ import typer
 
 from dagopt.cli.output import check_output, console, fmt_mem
 from dagopt.io import read_order, write_graph_json
-from dagopt.io.onnx import read_onnx, write_onnx
 from dagopt.objectives import peak_memory
 
 ModelArg = Annotated[Path, typer.Argument(metavar="MODEL", help="ONNX model file (.onnx).")]
@@ -33,6 +32,8 @@ def import_model(
 ) -> None:
     """Import an ONNX MODEL as a graph file whose node list keeps the model's node order."""
     check_output(out, model)
+    from dagopt.io.onnx import read_onnx
+
     onnx_graph = read_onnx(model, assume_size=assume_size)
     graph = onnx_graph.graph
     path = write_graph_json(graph, out)
@@ -62,6 +63,8 @@ def export_onnx(
 ) -> None:
     """Write MODEL with its nodes in the order of ORDER, checked by the ONNX checker."""
     check_output(out, model, order_path)
+    from dagopt.io.onnx import read_onnx, write_onnx
+
     # Writing needs the node names and edges only: sizes (and --assume-size) play no part.
     onnx_graph = read_onnx(model, assume_size=0.0)
     order = read_order(order_path, onnx_graph.graph).order

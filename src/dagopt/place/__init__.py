@@ -1,6 +1,6 @@
-"""Placement solvers (paper 003): a device per op and an order, one signature, a registry."""
+"""Placement solvers (paper 003): a device per op and an order, one signature, a registry
+(``PLACERS``, which imports a placer's module when the placer is first asked for)."""
 
-from dagopt.place import baselines, brkga, cpsat, prior, regal, tuning  # noqa: F401  (registers placers)
 from dagopt.place.base import (
     PLACERS,
     Placement,

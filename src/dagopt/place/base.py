@@ -105,7 +105,17 @@ class PlacerResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-PLACERS = Registry("placement method")
+PLACERS = Registry(
+    "placement method",
+    providers=(
+        "dagopt.place.baselines",
+        "dagopt.place.brkga",
+        "dagopt.place.prior",
+        "dagopt.place.regal",
+        "dagopt.place.tuning",
+        "dagopt.place.cpsat",
+    ),
+)
 #: Decorator adding a placer: ``@register_placer(name, summary, options)``.
 register_placer = PLACERS.register
 #: The ``MethodSpec`` of a placer name (``InputError`` if unknown).

@@ -44,7 +44,16 @@ class SolverResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-SOLVERS = Registry("method")
+SOLVERS = Registry(
+    "method",
+    providers=(
+        "dagopt.schedule.inductor",
+        "dagopt.schedule.classic",
+        "dagopt.schedule.dp",
+        "dagopt.schedule.dfs_dp",
+        "dagopt.schedule.neural",
+    ),
+)
 #: Decorator adding an ordering solver: ``@register(name, summary, options)``.
 register = SOLVERS.register
 #: The ``MethodSpec`` of a solver name (``InputError`` if unknown).
