@@ -63,7 +63,7 @@ from dagopt.nn.regal import (
     sample_actions,
     split_action,
 )
-from dagopt.objectives.placement import GIB, Devices
+from dagopt.objectives.devices import GIB, Devices
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
 from dagopt.place.decode import order_keys
