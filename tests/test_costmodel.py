@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from dagopt import Graph
 from dagopt.errors import InputError
-from dagopt.generate.placement import generate_placement
-from dagopt.io import write_placement
+from dagopt.generate.placement import generate_placement, noisy_copy
+from dagopt.io import read_graph_json, write_graph_json, write_placement
 from dagopt.objectives.costmodel import CostModel, Evaluation
 from dagopt.objectives.devices import Devices, DeviceSpec
 from dagopt.objectives.placement import (
@@ -279,3 +279,21 @@ def test_problems_reject_mismatched_cost_models():
     assert isinstance(problem.cost_model, CostModel)
     np.testing.assert_array_equal(problem.runtimes, graph.node_data["runtime"])
     assert not problem.runtimes.flags.writeable
+
+
+def test_per_device_runtimes_as_a_graph_attribute(tmp_path):
+    """A ``runtime`` node attribute of shape ``(n, d)`` (a list per op in the file)."""
+    graph, devices, runtimes = cpu_gpu_graph()
+    stored = Graph(
+        3, *graph.edges, mem=graph.mem, names=graph.names, node_data={"runtime": runtimes}
+    )
+    path = write_graph_json(stored, tmp_path / "g.json")
+    assert json.loads(path.read_text())["nodes"][0]["runtime"] == [1, 4]
+    loaded = read_graph_json(path)
+    result = place(loaded, "brkga", devices=devices, seed=0, evaluations=300)
+    assert result.makespan == 3.0 and result.proved_optimal
+    with pytest.raises(InputError, match=r"expected \(3,\) or \(3, 3\)"):
+        place(loaded, "brkga", devices=Devices.homogeneous(3))
+    copy = noisy_copy(loaded, seed=1, sigma=0.5)
+    ratio = copy.node_data["runtime"] / runtimes
+    np.testing.assert_allclose(ratio[:, 0], ratio[:, 1])  # one noise factor per op

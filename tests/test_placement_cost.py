@@ -424,6 +424,9 @@ def test_roofline_estimate():
         g, Devices(), [0, 1, 0], [0, 1, 2], runtimes=estimate_runtimes(g, peak_flops=1, bandwidth=1)
     )
     assert r.makespan == 3 + 10  # c waits for b (3 s on device 1), then runs 10 s
+    rows = Graph(2, [0], [1], mem=[1, 1], node_data={"flops": [[1, 2], [3, 4]]})
+    with pytest.raises(InputError, match="'flops' has shape"):
+        estimate_runtimes(rows, peak_flops=1, bandwidth=1)
 
 
 def test_roofline_rejects_bad_rates():
