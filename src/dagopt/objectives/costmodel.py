@@ -61,7 +61,10 @@ class CostModel(Protocol):
     when the model ignores the order because something else (a framework's scheduler)
     decides it. ``device_of`` and ``orders`` are ``(B, n)`` integer arrays (one row
     per solution). The orders are topological: placers decode them, and a model that
-    ignores them still receives them.
+    ignores them still receives them. A model may also have a ``runtimes`` attribute
+    (op runtime estimates, ``(n,)`` or ``(n, d)``): ``PlacementProblem.runtimes`` and
+    ``PlacementProblem.speeds`` read it for placers that need runtimes of their own
+    (REGAL's features, the device choice of ``single-device`` and ``gp-dfs``).
     """
 
     devices: Devices
