@@ -15,7 +15,8 @@ from dagopt.generate import generate_layered
 from dagopt.generate.placement import DEFAULT_PARAMS, generate_placement
 from dagopt.generate.seeds import VALIDATION_SEED_BASE
 from dagopt.objectives import lower_bound
-from dagopt.objectives.placement import GIB, Devices, simulate_batch
+from dagopt.objectives.devices import GIB, Devices
+from dagopt.objectives.placement import simulate_batch
 from dagopt.schedule import solve
 from dagopt.schedule.priority import sample_orders
 

@@ -18,7 +18,8 @@ import numpy as np
 from dagopt.bench.timing import best_of
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import TEST_SEED_BASE
-from dagopt.objectives.placement import Devices, simulate, simulate_batch
+from dagopt.objectives.devices import Devices
+from dagopt.objectives.placement import simulate, simulate_batch
 
 SIZES = (50, 100, 200, 400)
 DEVICE_COUNTS = (2, 4)

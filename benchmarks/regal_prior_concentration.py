@@ -17,7 +17,7 @@ import numpy as np
 
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
-from dagopt.objectives.placement import GIB, Devices
+from dagopt.objectives.devices import GIB, Devices
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import MutantDistributions, run_brkga
 from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys

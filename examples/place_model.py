@@ -15,7 +15,7 @@ import torch
 
 from dagopt.io import write_placement
 from dagopt.io.torch import graph_from_module
-from dagopt.objectives.placement import GIB, Devices
+from dagopt.objectives.devices import GIB, Devices
 from dagopt.objectives.runtime import estimate_runtimes
 from dagopt.place import place
 

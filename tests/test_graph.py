@@ -83,3 +83,61 @@ def test_closure_of_wide_graph_crosses_word_boundaries():
     assert g.closure_matrix[0, 199] and g.closure_matrix[63, 64] and not g.closure_matrix[64, 63]
     assert g.closure_matrix.sum() == 200 * 199 // 2
     assert g.transitive_reduction[0].size == 199
+
+
+def test_node_data_rows_and_edge_data_in_edge_order():
+    # Edges given out of order and once twice: stored in graph.edges order, merged.
+    g = Graph(
+        3,
+        [1, 0, 0, 1],
+        [2, 1, 2, 2],
+        mem=[1, 2, 3],
+        node_data={"runtime": [1, 2, 3], "features": np.arange(6).reshape(3, 2)},
+        edge_data={"bytes": [5, 1, 2, 5], "both": [[5, 0], [1, 0], [2, 0], [5, 0]]},
+    )
+    assert [a.tolist() for a in g.edges] == [[0, 0, 1], [1, 2, 2]]
+    assert g.node_data["features"].shape == (3, 2)
+    assert g.node_data["features"].dtype == np.float64
+    assert g.edge_data["bytes"].tolist() == [1.0, 2.0, 5.0]
+    assert g.edge_data["both"].tolist() == [[1, 0], [2, 0], [5, 0]]
+    for array in (*g.node_data.values(), *g.edge_data.values()):
+        with pytest.raises(ValueError):
+            array[0] = 9.0
+    assert chain(3).edge_data == {}
+
+
+@pytest.mark.parametrize(
+    ("node_data", "edge_data", "fragment"),
+    [
+        ({"f": np.ones((3, 2, 2))}, None, r"node attribute 'f' has shape \(3, 2, 2\)"),
+        ({"f": [1, 2]}, None, r"has shape \(2,\), expected \(3,\) or \(3, k\)"),
+        ({"f": [[1], [2, 3], [4]]}, None, "must be an array of numbers"),
+        ({"f": ["a", "b", "c"]}, None, "must be an array of numbers"),
+        ({"f": [1, None, 3]}, None, "must be an array of numbers"),
+        ({"f": [[1, 2], [3, np.nan], [5, 6]]}, None, "node 'b' has a non-finite 'f': nan"),
+        ({1: [1, 2, 3]}, None, "names must be strings"),
+        (None, {"w": [1, 2, 3]}, r"edge attribute 'w' has shape \(3,\), expected \(2,\)"),
+        (None, {"w": [1, np.inf]}, "edge 'b' -> 'c' has a non-finite 'w': inf"),
+        (None, {"w": ["x", "y"]}, "edge attribute 'w' must be an array of numbers"),
+        (None, {"source": [1, 2]}, "reserved"),
+    ],
+)
+def test_invalid_node_and_edge_data_raise(node_data, edge_data, fragment):
+    with pytest.raises(GraphError, match=fragment) as err:
+        Graph(
+            3,
+            [0, 1],
+            [1, 2],
+            mem=[1, 1, 1],
+            names=["a", "b", "c"],
+            node_data=node_data,
+            edge_data=edge_data,
+        )
+    assert "\n" not in str(err.value)
+
+
+def test_duplicate_edges_with_different_data_raise():
+    with pytest.raises(GraphError, match="duplicate edge 0 -> 1 has different 'w' values"):
+        Graph(2, [0, 0], [1, 1], mem=[1, 1], edge_data={"w": [1.0, 2.0]})
+    same = Graph(2, [0, 0], [1, 1], mem=[1, 1], edge_data={"w": [[1.0, 3.0], [1.0, 3.0]]})
+    assert same.edge_data["w"].tolist() == [[1.0, 3.0]]

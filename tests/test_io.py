@@ -21,7 +21,8 @@ NODE_IDS = {
 
 @pytest.fixture(params=sorted(NODE_IDS))
 def graph(request) -> Graph:
-    """A 5-node DAG with float and integral sizes, parameters, ops and an extra attribute."""
+    """A 5-node DAG with float and integral sizes, parameters, ops, and extra node and edge
+    data: one value or one row per node or edge."""
     return Graph(
         5,
         src=[0, 0, 1, 2, 3],
@@ -31,7 +32,11 @@ def graph(request) -> Graph:
         op=["input", "conv", None, "add", "output"],
         names=NODE_IDS[request.param],
         name="sample",
-        node_data={"runtime": [1.0, 2.0, 3.5, 4.0, 5.0]},
+        node_data={
+            "runtime": [1.0, 2.0, 3.5, 4.0, 5.0],
+            "features": np.arange(15.0).reshape(5, 3) / 7,
+        },
+        edge_data={"bytes": [4, 4, 2.5, 3, 1], "delay": [[0.5, 1], [0, 0], [1, 2], [3, 4], [5, 6]]},
     )
 
 
@@ -44,9 +49,11 @@ def assert_same_graph(a: Graph, b: Graph) -> None:
     np.testing.assert_array_equal(a.mem, b.mem)
     np.testing.assert_array_equal(a.param_mem, b.param_mem)
     assert a.op == b.op
-    assert a.node_data.keys() == b.node_data.keys()
-    for key in a.node_data:
-        np.testing.assert_array_equal(a.node_data[key], b.node_data[key])
+    for mine, theirs in ((a.node_data, b.node_data), (a.edge_data, b.edge_data)):
+        assert list(mine) == list(theirs)
+        for key in mine:
+            np.testing.assert_array_equal(mine[key], theirs[key])
+            assert mine[key].shape == theirs[key].shape
 
 
 def test_node_link_round_trip(graph, tmp_path):
@@ -66,6 +73,49 @@ def test_networkx_reads_our_file_and_back(graph, tmp_path):
 def test_networkx_writes_a_file_we_read(graph):
     data = nx.node_link_data(to_networkx(graph), edges="edges")
     assert_same_graph(graph, graph_from_node_link(json.loads(json.dumps(data))))
+
+
+def test_node_and_edge_data_in_the_file(graph, tmp_path):
+    data = json.loads(write_graph_json(graph, tmp_path / "g.json").read_text())
+    assert data["nodes"][1]["features"] == pytest.approx([3 / 7, 4 / 7, 5 / 7])
+    assert data["edges"][2] == {
+        "source": graph.names[1],
+        "target": graph.names[3],
+        "bytes": 2.5,
+        "delay": [1, 2],
+    }
+
+
+def test_only_numeric_data_every_node_or_edge_has_is_kept():
+    nodes = [
+        {"id": "a", "mem": 1, "vec": [1, 2], "ragged": [1], "mixed": 1, "label": "x"},
+        {"id": "b", "mem": 1, "vec": [3, 4], "ragged": [1, 2], "mixed": [1], "label": "y"},
+        {"id": "c", "mem": 1, "vec": (5, 6.5), "ragged": [1], "mixed": 2, "label": "z"},
+    ]
+    edges = [
+        {"source": "a", "target": "b", "w": 2, "flag": True, "some": 1},
+        {"source": "b", "target": "c", "w": 3, "flag": False},
+    ]
+    graph = graph_from_node_link({"nodes": nodes, "edges": edges})
+    assert list(graph.node_data) == ["vec"]
+    np.testing.assert_array_equal(graph.node_data["vec"], [[1, 2], [3, 4], [5, 6.5]])
+    assert list(graph.edge_data) == ["w"]
+    np.testing.assert_array_equal(graph.edge_data["w"], [2, 3])
+
+
+def test_networkx_attributes_become_graph_data():
+    g = nx.DiGraph()
+    g.add_node("x", mem=1, emb=np.array([0.5, 1.5]))
+    g.add_node("y", mem=2, emb=np.array([2.5, 3.5]))
+    g.add_node("z", mem=3, emb=np.array([4.5, 5.5]))
+    g.add_edge("y", "z", weight=7.0)
+    g.add_edge("x", "y", weight=3.0)
+    graph = from_networkx(g)
+    np.testing.assert_array_equal(graph.node_data["emb"], [[0.5, 1.5], [2.5, 3.5], [4.5, 5.5]])
+    # graph.edges order: x -> y (0 -> 1), then y -> z (1 -> 2).
+    np.testing.assert_array_equal(graph.edge_data["weight"], [3.0, 7.0])
+    back = to_networkx(graph)
+    assert back.edges["y", "z"]["weight"] == 7 and back.nodes["z"]["emb"] == [4.5, 5.5]
 
 
 def test_links_is_a_synonym_of_edges(graph, tmp_path):

@@ -30,8 +30,8 @@ from dagopt.nn.regal import (
     sample_actions,
     split_action,
 )
+from dagopt.objectives.devices import Devices
 from dagopt.objectives.memory import peak_memory
-from dagopt.objectives.placement import Devices
 from dagopt.place.prior import check_order_prior, order_prior_keys
 from dagopt.schedule import solve
 

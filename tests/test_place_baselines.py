@@ -10,7 +10,7 @@ import dagopt.place.baselines  # noqa: F401  (registers the placers)
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.objectives import peak_memory
-from dagopt.objectives.placement import Devices, DeviceSpec
+from dagopt.objectives.devices import Devices, DeviceSpec
 from dagopt.place import place
 from dagopt.place.baselines import cut_bytes, partition, perturb
 from dagopt.place.decode import decode

@@ -11,7 +11,8 @@ from dagopt import Graph
 from dagopt.errors import InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.graph import validate_order
-from dagopt.objectives.placement import Devices, DeviceSpec, simulate
+from dagopt.objectives.devices import Devices, DeviceSpec
+from dagopt.objectives.placement import simulate
 from dagopt.place import PlacementProblem, place
 from dagopt.place.base import INFEASIBLE_RATIO, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga

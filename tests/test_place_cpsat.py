@@ -11,9 +11,8 @@ from ortools.sat.python import cp_model
 from dagopt import Graph
 from dagopt.errors import InputError, SolverError
 from dagopt.generate.placement import generate_placement
+from dagopt.objectives.devices import Devices, DeviceSpec
 from dagopt.objectives.placement import (
-    Devices,
-    DeviceSpec,
     batch_costs,
     meets_bound,
     placement_lower_bound,
@@ -54,13 +53,14 @@ def topological_orders(graph: Graph) -> np.ndarray:
     return np.array(orders)
 
 
-def brute_force(graph: Graph, devices: Devices, objective: str) -> tuple[tuple, int]:
+def brute_force(graph: Graph, devices: Devices, objective: str, runtimes=None) -> tuple[tuple, int]:
     """The least lexicographic cost over all placements and orders, and how many rows
     were memory-infeasible."""
     orders = topological_orders(graph)
     placements = np.array(list(itertools.product(range(devices.count), repeat=graph.num_nodes)))
     device_of = np.repeat(placements, len(orders), axis=0)
-    batch = simulate_batch(graph, devices, device_of, np.tile(orders, (len(placements), 1)))
+    orders = np.tile(orders, (len(placements), 1))
+    batch = simulate_batch(graph, devices, device_of, orders, runtimes=runtimes)
     infeasible, value = batch_costs(batch, objective)
     best = best_index(infeasible, value)
     return (int(infeasible[best]), float(value[best])), int(infeasible.sum())
@@ -106,6 +106,21 @@ def test_cp_sat_proves_the_brute_force_optimum(seed, n, density, speeds, limits,
     assert result.proved_optimal
     assert result.info["status"] == "OPTIMAL" and result.info["exact"]
     assert result.info["model_cost"] == best == result.info["objective_bound"]
+
+
+@pytest.mark.parametrize("objective", ["runtime", "peak-memory"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cp_sat_proves_the_optimum_with_per_device_runtimes(seed, objective):
+    """Equal speeds and memories but different ``(n, d)`` columns: the devices are not
+    interchangeable, so the symmetry breaking must leave them apart."""
+    graph = small_graph(seed, 6, 0.4)
+    rng = np.random.default_rng(seed)
+    runtimes = rng.integers(0, 5, (graph.num_nodes, 2)).astype(float)
+    runtimes[0] = [8.0, 1.0]  # op 0 belongs on device 1
+    devices = devices_of((1.0, 1.0), (13.0, 13.0))
+    best, _ = brute_force(graph, devices, objective, runtimes)
+    result = place(graph, "cp-sat", objective=objective, devices=devices, runtimes=runtimes)
+    assert result.cost == best and result.proved_optimal and result.info["exact"]
 
 
 def random_topological_order(graph: Graph, rng: np.random.Generator) -> np.ndarray:

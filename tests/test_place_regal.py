@@ -23,7 +23,7 @@ from dagopt.nn.regal import (
     regal_inputs,
     sample_actions,
 )
-from dagopt.objectives.placement import Devices
+from dagopt.objectives.devices import Devices
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
 from dagopt.place.prior import order_prior_keys

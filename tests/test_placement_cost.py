@@ -23,10 +23,8 @@ from dagopt.generate.placement import (
     synthetic_runtimes,
 )
 from dagopt.objectives import lower_bound, peak_memory
+from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 from dagopt.objectives.placement import (
-    GIB,
-    Devices,
-    DeviceSpec,
     batch_costs,
     placement_cost,
     placement_lower_bound,
@@ -59,7 +57,7 @@ def reference_simulate(graph, devices, device_of, order, runtimes):
     Every memory event gets a key ``(time, step, sub)``: ``step`` is the position of the op
     being processed, ``sub`` numbers its transfers, then its start and its end. A copy is
     released just after the latest key among its uses; each device sweeps its events in
-    key order.
+    key order. ``runtimes`` are ``(n,)`` on a speed-1 device or ``(n, d)`` per device.
     """
     n, d = graph.num_nodes, devices.count
     speed = devices.speeds
@@ -83,7 +81,8 @@ def reference_simulate(graph, devices, device_of, order, runtimes):
             home = (u, int(device_of[u]))
             last_use[home] = max(last_use[home], (t, step, sub))
             last_use[(u, k)] = (t, step, sub)
-        start[v], finish[v] = t, t + runtimes[v] / speed[k]
+        duration = runtimes[v, k] if runtimes.ndim == 2 else runtimes[v] / speed[k]
+        start[v], finish[v] = t, t + duration
         m = len(pulled)
         events[k].append(((t, step, m), graph.mem[v] + graph.param_mem[v]))
         end = (finish[v], step, m + 1)
@@ -225,6 +224,32 @@ def test_matches_reference_simulator(graph, d, latency, bandwidth, seed):
     device_of = rng.integers(0, d, size=n)
     order = priority_topological(graph, rng.permutation(n))
     runtimes = rng.integers(0, 3, size=n).astype(float)  # small integers: many ties
+    r = simulate(graph, devices, device_of, order, runtimes=runtimes)
+    makespan, start, finish, peaks = reference_simulate(graph, devices, device_of, order, runtimes)
+    assert r.makespan == makespan
+    np.testing.assert_array_equal(r.start, start)
+    np.testing.assert_array_equal(r.finish, finish)
+    np.testing.assert_array_equal(r.peak_memory, peaks)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    dags(max_nodes=10),
+    st.integers(1, 3),
+    st.sampled_from([0.0, 1.0]),
+    st.sampled_from([math.inf, 2.0]),
+    st.integers(0, 2**32 - 1),
+)
+def test_per_device_runtimes_match_reference_simulator(graph, d, latency, bandwidth, seed):
+    """``(n, d)`` runtimes: op ``v`` takes ``runtimes[v, k]`` on device ``k``, speeds unused."""
+    rng = np.random.default_rng(seed)
+    n = graph.num_nodes
+    devices = Devices(
+        tuple(DeviceSpec(speed=s) for s in rng.choice([1.0, 2.0], size=d)), latency, bandwidth
+    )
+    device_of = rng.integers(0, d, size=n)
+    order = priority_topological(graph, rng.permutation(n))
+    runtimes = rng.integers(0, 4, size=(n, d)).astype(float)
     r = simulate(graph, devices, device_of, order, runtimes=runtimes)
     makespan, start, finish, peaks = reference_simulate(graph, devices, device_of, order, runtimes)
     assert r.makespan == makespan
@@ -399,6 +424,9 @@ def test_roofline_estimate():
         g, Devices(), [0, 1, 0], [0, 1, 2], runtimes=estimate_runtimes(g, peak_flops=1, bandwidth=1)
     )
     assert r.makespan == 3 + 10  # c waits for b (3 s on device 1), then runs 10 s
+    rows = Graph(2, [0], [1], mem=[1, 1], node_data={"flops": [[1, 2], [3, 4]]})
+    with pytest.raises(InputError, match="'flops' has shape"):
+        estimate_runtimes(rows, peak_flops=1, bandwidth=1)
 
 
 def test_roofline_rejects_bad_rates():

@@ -16,7 +16,8 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
-from dagopt.objectives.placement import Devices, meets_bound
+from dagopt.objectives.devices import Devices
+from dagopt.objectives.placement import meets_bound
 from dagopt.place import place
 
 # Paper 003, Table 1: % gap from the best known solution (TF runtime, TF peak memory,

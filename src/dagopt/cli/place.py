@@ -13,7 +13,8 @@ from dagopt.cli.settings import parse_settings
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
-from dagopt.objectives.placement import GIB, Devices, DeviceSpec, simulate
+from dagopt.objectives.devices import GIB, Devices, DeviceSpec
+from dagopt.objectives.placement import simulate
 from dagopt.objectives.runtime import estimate_runtimes
 from dagopt.place import get_placer, place
 

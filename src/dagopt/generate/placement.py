@@ -177,7 +177,8 @@ def noisy_copy(
     src, dst = graph.edges
     scale = min(1.0, max_working_set / largest_working_set(src, dst, mem, param))
     node_data = dict(graph.node_data)
-    node_data["runtime"] = np.asarray(graph.node_data["runtime"]) * factors[2]
+    runtime = graph.node_data["runtime"]  # (n,) or (n, d): one factor per op
+    node_data["runtime"] = runtime * factors[2].reshape(-1, *(1,) * (runtime.ndim - 1))
     return Graph(
         graph.num_nodes,
         src,
@@ -187,6 +188,7 @@ def noisy_copy(
         names=list(graph.names),
         name=f"{graph.name}-noise-s{seed}",
         node_data=node_data,
+        edge_data=graph.edge_data,
     )
 
 

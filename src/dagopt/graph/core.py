@@ -2,11 +2,14 @@
 
 Nodes carry the sizes of the peak-memory problem of paper 000 (section 3.2 and
 eq. 15): ``mem`` is the size of the node's output, ``param_mem`` the size of the
-parameters it reads while it runs. Derived structure (a topological order, the
-transitive closure and reduction, hop depths) is computed on first use and cached.
+parameters it reads while it runs. Other numeric data may ride along: per node
+(``node_data``, e.g. op runtimes, or per-device runtimes, or feature vectors such as
+TpuGraphs' 140 per node) and per edge (``edge_data``). Derived structure (a topological
+order, the transitive closure and reduction, hop depths) is computed on first use and
+cached.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -43,12 +46,48 @@ def _sizes(values: Any, num_nodes: int, what: str, names: Sequence[NodeId]) -> n
     return _read_only(array)
 
 
+def _data(
+    data: Mapping[str, Any] | None, rows: int, what: str, label: Callable[[int], str]
+) -> dict[str, np.ndarray]:
+    """``node_data`` / ``edge_data`` as float arrays of shape ``(rows,)`` or ``(rows, k)``;
+    a non-numeric, misshaped or non-finite array raises a one-line ``GraphError``
+    (``label(row)`` names the node or edge)."""
+    arrays = {}
+    for key, values in (data or {}).items():
+        if not isinstance(key, str):
+            raise GraphError(f"{what} attribute names must be strings, got {key!r}")
+        try:
+            array = np.asarray(values)
+        except ValueError:
+            array = np.empty(0, dtype=object)  # ragged: rejected just below
+        if array.dtype.kind not in "biuf":
+            raise GraphError(f"{what} attribute {key!r} must be an array of numbers")
+        if array.ndim not in (1, 2) or array.shape[0] != rows:
+            raise GraphError(
+                f"{what} attribute {key!r} has shape {array.shape}, expected ({rows},) or "
+                f"({rows}, k): one value or one row per {what}"
+            )
+        array = array.astype(np.float64)
+        bad = np.argwhere(~np.isfinite(array))
+        if bad.size:
+            value = float(array[tuple(bad[0])])
+            raise GraphError(f"{label(int(bad[0][0]))} has a non-finite {key!r}: {value}")
+        arrays[key] = array
+    return arrays
+
+
 class Graph:
     """Immutable DAG with CSR successor/predecessor arrays and per-node memory sizes.
 
     Build one with ``Graph(num_nodes, src, dst, mem=..., ...)``. Duplicate edges are
     merged; a cycle, a self-loop, an edge to an unknown node or a negative /
     non-finite size raises ``GraphError`` with a one-line message.
+
+    ``node_data`` maps names to finite numeric arrays of shape ``(n,)`` or ``(n, k)``
+    (one value or one row per node). ``edge_data`` does the same per edge: its arrays
+    have one row per edge given in ``src`` / ``dst``, and the graph stores them in the
+    order of ``graph.edges`` (duplicate edges must carry equal data). Stored arrays are
+    read-only float64.
     """
 
     def __init__(
@@ -63,6 +102,7 @@ class Graph:
         names: Sequence[NodeId] | None = None,
         name: str = "graph",
         node_data: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+        edge_data: Mapping[str, Sequence[float] | np.ndarray] | None = None,
     ) -> None:
         n = int(num_nodes)
         if n < 0:
@@ -85,7 +125,9 @@ class Graph:
         loops = np.flatnonzero(src_a == dst_a)
         if loops.size:
             raise GraphError(f"self-loop on node {node_names[int(src_a[loops[0]])]!r}")
-        keys = np.unique(src_a * max(n, 1) + dst_a)
+        keys, first, merged = np.unique(
+            src_a * max(n, 1) + dst_a, return_index=True, return_inverse=True
+        )
         src_u, dst_u = keys // max(n, 1), keys % max(n, 1)
 
         set_attr = object.__setattr__
@@ -99,12 +141,23 @@ class Graph:
         if len(ops) != n:
             raise GraphError(f"op has {len(ops)} entries, expected one per node ({n})")
         set_attr(self, "op", ops)
-        extra = {}
-        for key, values in (node_data or {}).items():
-            extra[key] = _read_only(np.array(values, dtype=np.float64).reshape(-1))
-            if extra[key].shape != (n,):
-                raise GraphError(f"node attribute {key!r} needs one value per node ({n})")
-        set_attr(self, "node_data", extra)
+        node_arrays = _data(node_data, n, "node", lambda v: f"node {node_names[v]!r}")
+        set_attr(self, "node_data", {key: _read_only(a) for key, a in node_arrays.items()})
+        stored = {}
+
+        def edge(e: int) -> str:
+            return f"edge {node_names[int(src_a[e])]!r} -> {node_names[int(dst_a[e])]!r}"
+
+        for key, array in _data(edge_data, src_a.size, "edge", edge).items():
+            if key in ("source", "target"):
+                raise GraphError(f"edge attribute name {key!r} is reserved for the edge's ends")
+            unique = array[first]
+            differs = unique[merged] != array
+            clash = np.flatnonzero(differs.any(axis=1) if differs.ndim == 2 else differs)
+            if clash.size:
+                raise GraphError(f"duplicate {edge(int(clash[0]))} has different {key!r} values")
+            stored[key] = _read_only(unique)
+        set_attr(self, "edge_data", stored)
         succ_ptr, succ_idx = _csr(src_u, dst_u, n)
         set_attr(self, "succ_ptr", succ_ptr)
         set_attr(self, "succ_idx", succ_idx)

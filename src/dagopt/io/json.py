@@ -1,8 +1,10 @@
 """The canonical graph file: networkx node-link JSON.
 
 ``{"directed": true, "multigraph": false, "graph": {"name": ...},
-"nodes": [{"id", "mem", "param_mem"?, "op"?, ...}], "edges": [{"source", "target"}]}``;
-``"links"`` is accepted as a synonym of ``"edges"``.
+"nodes": [{"id", "mem", "param_mem"?, "op"?, ...}], "edges": [{"source", "target", ...}]}``;
+``"links"`` is accepted as a synonym of ``"edges"``. The ``...`` are numeric node and
+edge attributes (``Graph.node_data``, ``Graph.edge_data``): a number, or a list of
+numbers for ``(n, k)`` data, per node or edge (``dagopt.io.records``).
 """
 
 import json

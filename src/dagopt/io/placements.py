@@ -1,6 +1,7 @@
 """Placement files: ``{"graph", "method", "objective", "devices": {node id: device},
 "order": [node ids], "makespan", "peak_memory": [per device], "feasible", "seconds",
-"proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing is claimed).
+"proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing is claimed;
+``peak_memory``: null under a cost model that does not observe memory).
 
 JSON object keys are strings, so ``devices`` is keyed by ``str(node id)``; ``order``
 holds the node ids exactly as in the graph file.
@@ -56,7 +57,9 @@ def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementR
         "devices": {str(graph.names[v]): int(k) for v, k in enumerate(placement.device_of)},
         "order": [graph.names[v] for v in placement.order.tolist()],
         "makespan": float(placement.makespan),
-        "peak_memory": [float(p) for p in placement.peak_memory],
+        "peak_memory": None
+        if placement.peak_memory is None
+        else [float(p) for p in placement.peak_memory],
         "feasible": bool(placement.feasible),
         "seconds": float(placement.seconds),
         "proved_optimal": placement.proved_optimal,

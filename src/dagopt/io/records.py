@@ -4,10 +4,13 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
+
 from dagopt.errors import InputError
 from dagopt.graph import Graph, NodeId
 
 RESERVED_NODE_KEYS = ("id", "mem", "param_mem", "op")
+RESERVED_EDGE_KEYS = ("source", "target")
 
 
 def _node_id(value: Any, where: str) -> NodeId:
@@ -22,6 +25,42 @@ def _number(value: Any, where: str) -> float:
     return float(value)
 
 
+def _numeric(value: Any) -> float | list[float] | None:
+    """A finite number, or a list of finite numbers (from a list, tuple or 1-D array),
+    as floats; None for anything else (that attribute is not graph data)."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if isinstance(value, list | tuple):
+        items = [_numeric(item) for item in value]
+        if all(isinstance(item, float) for item in items):
+            return items
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _shared(records: list[Mapping[str, Any]], reserved: tuple[str, ...]) -> dict[str, list]:
+    """The numeric attributes every record has in one shape (all numbers, or all lists of
+    one length), in the first record's key order: a column of values per key."""
+    if not records:
+        return {}
+    columns: dict[str, list] = {}
+    for key in records[0]:
+        if key in reserved:
+            continue
+        column = [_numeric(record.get(key)) for record in records]
+        first = column[0]
+        if first is None:
+            continue
+        if isinstance(first, float):
+            if all(isinstance(x, float) for x in column):
+                columns[key] = column
+        elif all(isinstance(x, list) and len(x) == len(first) for x in column):
+            columns[key] = column
+    return columns
+
+
 def graph_from_records(
     nodes: Iterable[Mapping[str, Any]],
     edges: Iterable[Mapping[str, Any]],
@@ -31,15 +70,17 @@ def graph_from_records(
     """Build a ``Graph`` from node-link records.
 
     Each node needs ``id`` and ``mem``; ``param_mem`` (default 0) and ``op`` are
-    optional; any other numeric attribute (``runtime``, ``flops``...) is kept in
-    ``Graph.node_data`` when every node has it. Node order is kept: node ``i`` of
-    the graph is the ``i``-th record.
+    optional. Any other attribute that every node has, as a number (``runtime``,
+    ``flops``...) or as a list of numbers of one length (a feature vector, runtimes per
+    device), is kept in ``Graph.node_data`` (``(n,)`` or ``(n, k)``). Edge attributes
+    besides ``source`` and ``target`` are kept in ``Graph.edge_data`` by the same rule.
+    Node order is kept: node ``i`` of the graph is the ``i``-th record.
     """
     ids: list[NodeId] = []
     mem: list[float] = []
     param: list[float] = []
     ops: list[str | None] = []
-    extras: list[dict[str, float]] = []
+    node_records: list[Mapping[str, Any]] = []
     for i, record in enumerate(nodes):
         if not isinstance(record, Mapping):
             raise InputError(f"node #{i} is not an object")
@@ -55,22 +96,12 @@ def graph_from_records(
         if op is not None and not isinstance(op, str):
             raise InputError(f"node {node_id!r}: 'op' must be a string, got {op!r}")
         ops.append(op)
-        extras.append(
-            {
-                key: float(value)
-                for key, value in record.items()
-                if key not in RESERVED_NODE_KEYS
-                and isinstance(value, int | float)
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-            }
-        )
-    shared = set.intersection(*(set(e) for e in extras)) if extras else set()
-    node_data = {key: [e[key] for e in extras] for key in extras[0] if key in shared}
+        node_records.append(record)
 
     index = {node_id: i for i, node_id in enumerate(ids)}  # duplicates: Graph raises below
     src: list[int] = []
     dst: list[int] = []
+    edge_records: list[Mapping[str, Any]] = []
     for k, edge in enumerate(edges):
         if not isinstance(edge, Mapping) or "source" not in edge or "target" not in edge:
             raise InputError(f"edge #{k} needs 'source' and 'target'")
@@ -79,6 +110,7 @@ def graph_from_records(
             if isinstance(key, bool) or key not in index:
                 raise InputError(f"edge #{k}: {end} {key!r} is not a node of the graph")
             bucket.append(index[key])
+        edge_records.append(edge)
     return Graph(
         len(ids),
         src,
@@ -88,12 +120,16 @@ def graph_from_records(
         op=ops,
         names=ids,
         name=name,
-        node_data=node_data,
+        node_data=_shared(node_records, RESERVED_NODE_KEYS),
+        edge_data=_shared(edge_records, RESERVED_EDGE_KEYS),
     )
 
 
 def graph_to_records(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Node and edge records of ``graph`` (node order kept, ids as in the source file)."""
+    """Node and edge records of ``graph`` (node order kept, ids as in the source file).
+
+    ``(n, k)`` node data and ``(e, k)`` edge data are written as a list per record.
+    """
     nodes: list[dict[str, Any]] = []
     for i, node_id in enumerate(graph.names):
         record: dict[str, Any] = {"id": node_id, "mem": _plain(graph.mem[i])}
@@ -105,14 +141,18 @@ def graph_to_records(graph: Graph) -> tuple[list[dict[str, Any]], list[dict[str,
             record[key] = _plain(values[i])
         nodes.append(record)
     src, dst = graph.edges
-    edges = [
-        {"source": graph.names[s], "target": graph.names[t]}
-        for s, t in zip(src.tolist(), dst.tolist(), strict=True)
-    ]
+    edges = []
+    for e, (s, t) in enumerate(zip(src.tolist(), dst.tolist(), strict=True)):
+        record = {"source": graph.names[s], "target": graph.names[t]}
+        for key, values in graph.edge_data.items():
+            record[key] = _plain(values[e])
+        edges.append(record)
     return nodes, edges
 
 
-def _plain(x: float) -> int | float:
-    """Write integral sizes (bytes) as JSON integers, others as floats."""
+def _plain(x: float | np.ndarray) -> int | float | list[int | float]:
+    """Write integral sizes (bytes) as JSON integers, others as floats; a row as a list."""
+    if isinstance(x, np.ndarray):
+        return [_plain(item) for item in x.tolist()]
     value = float(x)
     return int(value) if value.is_integer() and abs(value) < 2**53 else value

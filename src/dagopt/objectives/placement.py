@@ -5,7 +5,9 @@ Given an op-to-device assignment and a schedule, the simulator runs the graph on
 
 - Each device runs its ops one at a time, in the order of ``priority_order`` restricted
   to that device; an op starts as soon as its device is free and its inputs are on it.
-  An op takes ``runtime / speed`` seconds on a device of speed factor ``speed``.
+  Op ``v`` takes ``durations[v, k]`` seconds on device ``k``: its runtime divided by
+  the device's speed factor for runtimes given once per op (``(n,)``), or the
+  runtime given for that device (``(n, d)``, e.g. a CPU and a GPU).
 - An input produced on another device is moved by a synchronous (blocking) transfer
   of ``latency + size / bandwidth`` seconds (both 0 by default, as in section 3.1).
   The transfer blocks the destination device, not the source: the consumer's device
@@ -22,11 +24,12 @@ Given an op-to-device assignment and a schedule, the simulator runs the graph on
 
 Objectives (section 2.1): ``runtime`` is the makespan, ``peak-memory`` the largest
 peak over the devices; memory-infeasible solutions rank after feasible ones (A.2).
-``docs/placement.md`` explains every rule.
+``SimulatedCostModel`` is this simulator behind the ``CostModel`` interface placers
+use (``dagopt.objectives.costmodel``). ``docs/placement.md`` explains every rule.
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -34,76 +37,11 @@ from numba import njit
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph, validate_order
 from dagopt.graph.paths import longest_paths
+from dagopt.objectives.costmodel import Evaluation
+from dagopt.objectives.devices import Devices
 from dagopt.objectives.memory import lower_bound
 
-GIB = float(2**30)
 OBJECTIVES = ("runtime", "peak-memory")
-
-
-@dataclass(frozen=True)
-class DeviceSpec:
-    """One device: ``speed`` divides op runtimes; ``memory`` is its limit in bytes."""
-
-    speed: float = 1.0
-    memory: float = 16 * GIB
-
-    def __post_init__(self) -> None:
-        if not (math.isfinite(self.speed) and self.speed > 0):
-            raise InputError(f"device speed must be finite and > 0, got {self.speed}")
-        if not self.memory > 0:
-            raise InputError(f"device memory limit must be > 0 bytes, got {self.memory}")
-
-
-@dataclass(frozen=True)
-class Devices:
-    """The devices and the link between them; the default is section 3.1's setup.
-
-    Two homogeneous 16 GiB devices with free transfers (zero ``latency`` in seconds,
-    infinite ``bandwidth`` in bytes per second).
-    """
-
-    specs: tuple[DeviceSpec, ...] = field(default_factory=lambda: (DeviceSpec(), DeviceSpec()))
-    latency: float = 0.0
-    bandwidth: float = math.inf
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "specs", tuple(self.specs))
-        if not self.specs:
-            raise InputError("at least one device is needed")
-        if not all(isinstance(spec, DeviceSpec) for spec in self.specs):
-            raise InputError("devices must be DeviceSpec objects")
-        if not (math.isfinite(self.latency) and self.latency >= 0):
-            raise InputError(f"transfer latency must be finite and >= 0, got {self.latency}")
-        if not self.bandwidth > 0:
-            raise InputError(f"transfer bandwidth must be > 0, got {self.bandwidth}")
-
-    @classmethod
-    def homogeneous(
-        cls,
-        count: int = 2,
-        *,
-        speed: float = 1.0,
-        memory: float = 16 * GIB,
-        latency: float = 0.0,
-        bandwidth: float = math.inf,
-    ) -> "Devices":
-        """``count`` identical devices."""
-        if count < 1:
-            raise InputError(f"at least one device is needed, got {count}")
-        spec = DeviceSpec(speed=speed, memory=memory)
-        return cls((spec,) * count, latency=latency, bandwidth=bandwidth)
-
-    @property
-    def count(self) -> int:
-        return len(self.specs)
-
-    @property
-    def speeds(self) -> np.ndarray:
-        return np.array([spec.speed for spec in self.specs], dtype=np.float64)
-
-    @property
-    def memory_limits(self) -> np.ndarray:
-        return np.array([spec.memory for spec in self.specs], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -148,8 +86,7 @@ def _simulate_one(
     pred_idx,
     mem,
     param,
-    runtime,
-    speed,
+    durations,
     latency,
     inv_bw,
     device_of,
@@ -167,7 +104,7 @@ def _simulate_one(
     binary search. One pass per device then gives the peak.
     """
     n = order.size
-    d = speed.size
+    d = durations.shape[1]
     max_slots = 2 * n + pred_idx.size
     slot_time = np.empty(max_slots)
     slot_dev = np.empty(max_slots, np.int64)
@@ -224,7 +161,7 @@ def _simulate_one(
             present[u * d + k] = True
             slots += 1
             transfers += 1
-        f = t + runtime[v] / speed[k]
+        f = t + durations[v, k]
         slot_time[slots] = t
         slot_dev[slots] = k
         slot_delta[slots] = mem[v] + param[v]
@@ -298,13 +235,11 @@ def _simulate_one(
 
 
 @njit(cache=True)
-def _simulate_rows(
-    pred_ptr, pred_idx, mem, param, runtime, speed, latency, inv_bw, device_of, orders
-):
+def _simulate_rows(pred_ptr, pred_idx, mem, param, durations, latency, inv_bw, device_of, orders):
     """``_simulate_one`` for every row; returns makespans ``(B,)`` and peaks ``(B, d)``."""
     rows, n = orders.shape
     makespan = np.empty(rows)
-    peak = np.empty((rows, speed.size))
+    peak = np.empty((rows, durations.shape[1]))
     start = np.empty(n)
     finish = np.empty(n)
     for b in range(rows):
@@ -313,8 +248,7 @@ def _simulate_rows(
             pred_idx,
             mem,
             param,
-            runtime,
-            speed,
+            durations,
             latency,
             inv_bw,
             device_of[b],
@@ -327,8 +261,20 @@ def _simulate_rows(
 
 
 # ------------------------------------------------------------------------------ inputs
-def resolve_runtimes(graph: Graph, runtimes) -> np.ndarray:
-    """``runtimes`` or ``graph.node_data["runtime"]``, validated (seconds on a speed-1 device)."""
+def resolve_runtimes(graph: Graph, runtimes, devices: Devices | None = None) -> np.ndarray:
+    """``runtimes`` or ``graph.node_data["runtime"]``, validated: seconds per op.
+
+    Two shapes are accepted (003 A.1 assumes "runtime estimates for each op"):
+
+    - ``(n,)``: seconds of each op on a speed-1 device; device ``k`` takes
+      ``runtime / speed_k`` (``op_durations``).
+    - ``(n, d)``: seconds of op ``v`` on device ``k``, used as they are, since a CPU and
+      a GPU are not one speed factor apart. ``d`` must be ``devices.count`` when
+      ``devices`` are given.
+
+    A wrong shape, a non-number, or a NaN, infinite or negative runtime raises a
+    one-line ``InputError``.
+    """
     if runtimes is None:
         if "runtime" not in graph.node_data:
             raise InputError(
@@ -336,14 +282,73 @@ def resolve_runtimes(graph: Graph, runtimes) -> np.ndarray:
                 "or pass runtimes=estimate_runtimes(graph, ...) (dagopt.objectives.runtime)"
             )
         runtimes = graph.node_data["runtime"]
-    array = np.asarray(runtimes, dtype=np.float64)
-    if array.shape != (graph.num_nodes,):
-        raise InputError(f"runtimes have shape {array.shape}, expected ({graph.num_nodes},)")
-    bad = np.flatnonzero(~np.isfinite(array) | (array < 0))
+    try:
+        array = np.asarray(runtimes, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("runtimes must be numbers, one per op or one per op and device") from None
+    n = graph.num_nodes
+    columns = "d" if devices is None else str(devices.count)
+    if not (
+        array.shape == (n,)
+        or (
+            array.ndim == 2
+            and array.shape[0] == n
+            and array.shape[1] >= 1
+            and (devices is None or array.shape[1] == devices.count)
+        )
+    ):
+        raise InputError(f"runtimes have shape {array.shape}, expected ({n},) or ({n}, {columns})")
+    bad = np.argwhere(~np.isfinite(array) | (array < 0))
     if bad.size:
-        v = int(bad[0])
-        raise InputError(f"node {graph.names[v]!r} has invalid runtime {array[v]} (finite, >= 0)")
+        v = int(bad[0][0])
+        where = f" on device {int(bad[0][1])}" if array.ndim == 2 else ""
+        raise InputError(
+            f"node {graph.names[v]!r} has invalid runtime {array[tuple(bad[0])]}{where} "
+            "(finite, >= 0)"
+        )
     return np.array(array)  # a writable copy: one compiled kernel signature
+
+
+def op_durations(runtimes: np.ndarray, devices: Devices) -> np.ndarray:
+    """``(n, d)`` seconds of op ``v`` on device ``k`` from ``resolve_runtimes``' output.
+
+    ``(n,)`` runtimes are divided by each device's speed (the simulator always did
+    this division, with the same float result); ``(n, d)`` runtimes are copied as they are.
+    """
+    if runtimes.ndim == 1:
+        return runtimes[:, None] / devices.speeds[None, :]
+    return np.array(runtimes, dtype=np.float64, order="C")
+
+
+def op_runtimes(graph: Graph, runtimes, devices: Devices) -> np.ndarray:
+    """One runtime per op, for features that describe ops (REGAL's, ``dagopt.nn.regal``).
+
+    ``(n,)`` runtimes are returned as they are (a speed-1 device). For ``(n, d)``
+    runtimes this is each op's time on its fastest device. Features built from ratios
+    of these values (to their mean, their sum, a critical path) do not depend on the
+    time scale.
+    """
+    runtime = resolve_runtimes(graph, runtimes, devices)
+    return runtime if runtime.ndim == 1 else runtime.min(axis=1)
+
+
+def relative_speeds(runtimes: np.ndarray, devices: Devices) -> np.ndarray:
+    """Speed of each device relative to the others, for placers that balance or choose
+    devices without the cost model (``single-device``, ``gp-dfs``).
+
+    With ``(n,)`` runtimes this is ``devices.speeds``. With ``(n, d)`` runtimes it is
+    ``T_min / T_k``, where ``T_k`` is the total time of every op on device ``k``: the
+    device that runs the whole graph fastest gets 1. A total of 0 counts as ``1e-12``
+    of the largest total, and when every total is 0 all speeds are 1.
+    """
+    if runtimes.ndim == 1:
+        return devices.speeds
+    totals = runtimes.sum(axis=0)
+    largest = float(totals.max(initial=0.0))
+    if largest == 0:
+        return np.ones(devices.count)
+    totals = np.maximum(totals, largest * 1e-12)
+    return totals.min() / totals
 
 
 def _placements(graph: Graph, devices: Devices, device_of, rows: int | None) -> np.ndarray:
@@ -392,69 +397,131 @@ def _orders(graph: Graph, priority_orders) -> np.ndarray:
     return np.array(orders, dtype=np.int64)
 
 
-def _kernel_args(graph: Graph, devices: Devices, runtimes) -> tuple:
-    inv_bw = 0.0 if math.isinf(devices.bandwidth) else 1.0 / devices.bandwidth
-    return (
-        graph.pred_ptr,
-        graph.pred_idx,
-        graph.mem,
-        graph.param_mem,
-        resolve_runtimes(graph, runtimes),
-        devices.speeds,
-        float(devices.latency),
-        inv_bw,
-    )
-
-
 def _feasibility(peak: np.ndarray, devices: Devices) -> tuple[np.ndarray, np.ndarray]:
     excess = peak - devices.memory_limits
     return excess <= 0, np.where(excess > 0, excess, 0.0).sum(axis=-1)
 
 
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.setflags(write=False)
+    return view
+
+
 # ------------------------------------------------------------------------------ public API
+class SimulatedCostModel:
+    """003 A.1's simulator as a ``CostModel`` (``dagopt.objectives.costmodel``).
+
+    It is built once per graph, devices and runtimes, and precomputes the ``(n, d)``
+    matrix of op durations (``durations[v, k]``: seconds of op ``v`` on device ``k``)
+    that the numba kernel reads. ``runtimes`` are ``(n,)`` seconds on a speed-1 device
+    or ``(n, d)`` seconds per device (``resolve_runtimes``); ``None`` reads the graph's
+    ``runtime`` node attribute. The model is deterministic, reads the order, scores
+    both ``OBJECTIVES`` and knows every device's peak memory.
+    """
+
+    objectives = OBJECTIVES
+    uses_order = True
+
+    def __init__(self, graph: Graph, devices: Devices | None = None, runtimes=None) -> None:
+        self.graph = graph
+        self.devices = Devices() if devices is None else devices
+        runtimes = resolve_runtimes(graph, runtimes, self.devices)
+        self.runtimes = _read_only(runtimes)
+        durations = op_durations(runtimes, self.devices)
+        self.durations = _read_only(durations)
+        bandwidth = self.devices.bandwidth
+        self._args = (
+            graph.pred_ptr,
+            graph.pred_idx,
+            graph.mem,
+            graph.param_mem,
+            durations,  # the writable original: one compiled kernel signature
+            float(self.devices.latency),
+            0.0 if math.isinf(bandwidth) else 1.0 / bandwidth,
+        )
+
+    @property
+    def speeds(self) -> np.ndarray:
+        """``relative_speeds`` of the devices under these runtimes."""
+        return relative_speeds(self.runtimes, self.devices)
+
+    def simulate(self, device_of, priority_order) -> PlacementResult:
+        """One run with op ``v`` on device ``device_of[v]`` in ``priority_order`` (A.1).
+
+        ``priority_order`` must be a topological order (the schedule BRKGA decodes,
+        A.2). Bad lengths or device indices raise ``InputError``; an order that is not a
+        topological permutation raises ``OrderError``.
+        """
+        graph, devices = self.graph, self.devices
+        order = np.array(validate_order(graph, priority_order))
+        placement = _placements(graph, devices, device_of, None)
+        start = np.empty(graph.num_nodes)
+        finish = np.empty(graph.num_nodes)
+        peak = np.empty(devices.count)
+        makespan, transfers = _simulate_one(*self._args, placement, order, start, finish, peak)
+        device_feasible, overflow = _feasibility(peak, devices)
+        return PlacementResult(
+            makespan=float(makespan),
+            peak_memory=peak,
+            device_feasible=device_feasible,
+            overflow=float(overflow),
+            start=start,
+            finish=finish,
+            num_transfers=int(transfers),
+        )
+
+    def simulate_batch(self, device_of, priority_orders) -> BatchResult:
+        """``simulate`` for each row of ``device_of`` and ``priority_orders`` (``(B, n)``).
+
+        One compiled loop over the rows: this is what search (BRKGA, A.2) calls for a
+        whole population. Rows are validated like ``simulate``'s inputs.
+        """
+        orders = _orders(self.graph, priority_orders)
+        placements = _placements(self.graph, self.devices, device_of, orders.shape[0])
+        makespan, peak = _simulate_rows(*self._args, placements, orders)
+        device_feasible, overflow = _feasibility(peak, self.devices)
+        return BatchResult(makespan, peak, device_feasible, overflow)
+
+    def costs(self, device_of, orders, objective: str) -> tuple[np.ndarray, np.ndarray]:
+        """``batch_costs`` of ``simulate_batch``: ``(infeasible, value)`` per row."""
+        return batch_costs(self.simulate_batch(device_of, orders), objective)
+
+    def evaluate(self, device_of, order, objective: str) -> Evaluation:
+        """``simulate`` one solution and its ``placement_cost``."""
+        result = self.simulate(device_of, order)
+        return Evaluation(
+            cost=placement_cost(result, objective),
+            makespan=result.makespan,
+            feasible=result.feasible,
+            peak_memory=result.peak_memory,
+        )
+
+    def lower_bound(self, objective: str) -> float:
+        """``placement_lower_bound`` of the graph on these devices and runtimes."""
+        return placement_lower_bound(self.graph, self.devices, objective, runtimes=self.runtimes)
+
+
 def simulate(
     graph: Graph, devices: Devices, device_of, priority_order, *, runtimes=None
 ) -> PlacementResult:
     """Run ``graph`` with op ``v`` on device ``device_of[v]`` in ``priority_order`` (A.1).
 
-    ``priority_order`` must be a topological order (the schedule BRKGA decodes, A.2).
-    ``runtimes`` (seconds per op on a speed-1 device) default to the node attribute
-    ``runtime``. Bad lengths or device indices raise ``InputError``; an order that is not
-    a topological permutation raises ``OrderError``.
+    ``runtimes`` are ``(n,)`` seconds per op on a speed-1 device or ``(n, d)`` seconds
+    per op and device (``resolve_runtimes``), by default the node attribute ``runtime``.
+    See ``SimulatedCostModel.simulate``; build the model once to simulate many
+    solutions of one graph.
     """
-    order = np.array(validate_order(graph, priority_order))
-    placement = _placements(graph, devices, device_of, None)
-    start = np.empty(graph.num_nodes)
-    finish = np.empty(graph.num_nodes)
-    peak = np.empty(devices.count)
-    makespan, transfers = _simulate_one(
-        *_kernel_args(graph, devices, runtimes), placement, order, start, finish, peak
-    )
-    device_feasible, overflow = _feasibility(peak, devices)
-    return PlacementResult(
-        makespan=float(makespan),
-        peak_memory=peak,
-        device_feasible=device_feasible,
-        overflow=float(overflow),
-        start=start,
-        finish=finish,
-        num_transfers=int(transfers),
-    )
+    return SimulatedCostModel(graph, devices, runtimes).simulate(device_of, priority_order)
 
 
 def simulate_batch(
     graph: Graph, devices: Devices, device_of, priority_orders, *, runtimes=None
 ) -> BatchResult:
-    """``simulate`` for each row of ``device_of`` and ``priority_orders`` (both ``(B, n)``).
-
-    One compiled loop over the rows: this is what search (BRKGA, A.2) calls for a
-    whole population. Rows are validated like ``simulate``'s inputs.
-    """
-    orders = _orders(graph, priority_orders)
-    placements = _placements(graph, devices, device_of, orders.shape[0])
-    makespan, peak = _simulate_rows(*_kernel_args(graph, devices, runtimes), placements, orders)
-    device_feasible, overflow = _feasibility(peak, devices)
-    return BatchResult(makespan, peak, device_feasible, overflow)
+    """``simulate`` for each row of ``device_of`` and ``priority_orders`` (both ``(B, n)``);
+    see ``SimulatedCostModel.simulate_batch``."""
+    model = SimulatedCostModel(graph, devices, runtimes)
+    return model.simulate_batch(device_of, priority_orders)
 
 
 def check_objective(objective: str) -> None:
@@ -485,18 +552,42 @@ def placement_lower_bound(
 
     ``peak-memory``: the largest working set of one op, its output, parameters and
     inputs, all of which are on its device while it runs (``memory.lower_bound``, the
-    single-device bound, holds on every device). ``runtime``: the longer of
-    the critical path on the fastest device and the total work spread over every
-    device at once (transfers only add time). A search whose best value equals the
-    bound has provably found an optimum.
+    single-device bound, holds on every device).
+
+    ``runtime``: the longer of a critical path and a work bound (transfers only add
+    time). With ``(n,)`` runtimes, the critical path on the fastest device and the total
+    work spread over every device at once, ``sum(runtime) / sum(speed)``. With
+    ``(n, d)`` durations ``t[v, k]``:
+
+    - Critical path: each op takes at least ``min_k t[v, k]``, and the ops of a path
+      run one after another, so the longest path under those weights is a bound.
+    - Work: device ``k`` is busy for ``L_k = sum of t[v, k]`` over its ops, and the
+      makespan ``T`` is at least every ``L_k``. So for any weights ``y >= 0`` with
+      ``sum(y) = 1``, ``T >= sum_k y_k L_k >= sum_v min_k y_k t[v, k]`` (each op pays
+      its cheapest weighted time). Uniform ``y`` gives ``sum_v min_k t[v, k] / d``.
+      ``y_k`` proportional to ``1 / sum_v t[v, k]`` suits a device that is fast on
+      every op. The bound is the larger of the two. For ``(n,)`` runtimes, ``y``
+      proportional to the speeds gives ``sum(runtime) / sum(speed)``, the bound above.
+
+    A search whose best value equals the bound has provably found an optimum.
     """
     check_objective(objective)
     if objective == "peak-memory":
         return lower_bound(graph)
-    runtime = resolve_runtimes(graph, runtimes)
-    before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)[1]
-    critical = float((before + runtime).max(initial=0.0)) / float(devices.speeds.max())
-    return max(critical, float(runtime.sum()) / float(devices.speeds.sum()))
+    runtime = resolve_runtimes(graph, runtimes, devices)
+    if runtime.ndim == 1:
+        before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)[1]
+        critical = float((before + runtime).max(initial=0.0)) / float(devices.speeds.max())
+        return max(critical, float(runtime.sum()) / float(devices.speeds.sum()))
+    fastest = runtime.min(axis=1)
+    before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, fastest)[1]
+    critical = float((before + fastest).max(initial=0.0))
+    totals = runtime.sum(axis=0)
+    weights = [np.full(devices.count, 1.0 / devices.count)]
+    if (totals > 0).all():
+        weights.append((1.0 / totals) / (1.0 / totals).sum())
+    work = max(float((runtime * y[None, :]).min(axis=1).sum()) for y in weights)
+    return max(critical, work)
 
 
 def meets_bound(value: float, bound: float) -> bool:

@@ -43,7 +43,9 @@ def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> n
     seconds = _bytes_moved(graph) / bandwidth
     flops = graph.node_data.get("flops")
     if flops is not None:
-        bad = np.flatnonzero(~np.isfinite(flops) | (flops < 0))
+        if flops.ndim != 1:
+            raise InputError(f"node attribute 'flops' has shape {flops.shape}: one value per op")
+        bad = np.flatnonzero(flops < 0)  # Graph keeps node data finite
         if bad.size:
             v = int(bad[0])
             raise InputError(f"node {graph.names[v]!r} has invalid flops {flops[v]} (finite, >= 0)")

@@ -1,11 +1,12 @@
 """The placement-solver interface (paper 003, section 2.1): a device per op and an order.
 
 A placer is ``fn(problem, *, seed, time_limit, **options) -> PlacerResult``. It is
-registered by name; ``place`` times it and re-evaluates what it returns with the cost
-model (``dagopt.objectives.placement``), so every method is judged by the same
-simulation. ``PlacementProblem`` bundles what every placer needs: the graph, the
-devices, the objective, the op runtimes, and a batch evaluator that counts cost-model
-calls (the paper fixes that budget at 5,000 evaluations, section 3.2).
+registered by name; ``place`` times it and re-evaluates what it returns with the
+problem's cost model, so every method is judged by the same numbers.
+``PlacementProblem`` bundles what every placer needs: the graph, the devices, the
+objective, and the cost model (``dagopt.objectives.costmodel``; by default 003 A.1's
+simulator built from op runtimes), with a batch evaluator that counts cost-model calls
+(the paper fixes that budget at 5,000 evaluations, section 3.2).
 """
 
 import time
@@ -14,48 +15,91 @@ from typing import Any
 
 import numpy as np
 
+from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.objectives.costmodel import CostModel
+from dagopt.objectives.devices import Devices
 from dagopt.objectives.placement import (
-    Devices,
-    batch_costs,
+    SimulatedCostModel,
     check_objective,
     meets_bound,
-    placement_cost,
-    placement_lower_bound,
-    resolve_runtimes,
-    simulate,
-    simulate_batch,
+    relative_speeds,
 )
 from dagopt.registry import Registry
 
 
-@dataclass
 class PlacementProblem:
-    """A graph to place on ``devices`` minimising ``objective``, with its op runtimes.
+    """A graph to place on ``devices`` minimising ``objective``, scored by a cost model.
 
-    ``runtimes`` default to the graph's ``runtime`` node attribute (seconds on a
-    speed-1 device). ``evaluations`` counts the solutions scored by ``evaluate``.
+    ``cost_model`` is any ``CostModel``. By default it is 003 A.1's simulator
+    (``SimulatedCostModel``) built from ``runtimes``: ``(n,)`` seconds on a speed-1
+    device or ``(n, d)`` seconds per device, by default the graph's ``runtime`` node
+    attribute. ``devices`` default to the cost model's devices, or to section 3.1's two
+    16 GiB devices; when both are given they must be equal. ``evaluations`` counts the
+    solutions scored by ``evaluate``.
     """
 
-    graph: Graph
-    devices: Devices = field(default_factory=Devices)
-    objective: str = "runtime"
-    runtimes: np.ndarray | None = None
-    evaluations: int = 0
-
-    def __post_init__(self) -> None:
-        check_objective(self.objective)
-        self.runtimes = resolve_runtimes(self.graph, self.runtimes)
+    def __init__(
+        self,
+        graph: Graph,
+        devices: Devices | None = None,
+        objective: str = "runtime",
+        cost_model: CostModel | None = None,
+        *,
+        runtimes: np.ndarray | None = None,
+    ) -> None:
+        check_objective(objective)
+        if cost_model is None:
+            cost_model = SimulatedCostModel(graph, devices, runtimes)
+        elif runtimes is not None:
+            raise InputError("give runtimes (for the default simulator) or a cost_model, not both")
+        elif not isinstance(cost_model, CostModel):
+            raise InputError(
+                f"{type(cost_model).__name__} is not a cost model: it needs devices, "
+                "objectives, uses_order, costs, evaluate and lower_bound"
+            )
+        elif devices is not None and devices != cost_model.devices:
+            raise InputError("devices differ from the cost model's devices")
+        if objective not in cost_model.objectives:
+            raise InputError(
+                f"the cost model {type(cost_model).__name__} scores "
+                f"{', '.join(cost_model.objectives)}, not {objective!r}"
+            )
+        self.graph = graph
+        self.devices = cost_model.devices
+        self.objective = objective
+        self.cost_model = cost_model
+        self.evaluations = 0
 
     @property
     def num_devices(self) -> int:
         return self.devices.count
 
+    @property
+    def runtimes(self) -> np.ndarray:
+        """The cost model's op runtimes, ``(n,)`` or ``(n, d)``, for placers whose
+        features read them (REGAL). ``InputError`` when the model has none."""
+        runtimes = getattr(self.cost_model, "runtimes", None)
+        if runtimes is None:
+            raise InputError(
+                f"the cost model {type(self.cost_model).__name__} has no op runtimes, "
+                "which this method needs"
+            )
+        return runtimes
+
+    @property
+    def speeds(self) -> np.ndarray:
+        """Relative device speeds for placers that pick or balance devices by themselves:
+        ``relative_speeds`` of the cost model's runtimes, or ``devices.speeds`` when it
+        has none (a measured model)."""
+        runtimes = getattr(self.cost_model, "runtimes", None)
+        return self.devices.speeds if runtimes is None else relative_speeds(runtimes, self.devices)
+
     def evaluate(self, device_of: np.ndarray, orders: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Lexicographic costs ``(infeasible, value)`` of ``(B, n)`` placements and orders."""
-        batch = simulate_batch(self.graph, self.devices, device_of, orders, runtimes=self.runtimes)
+        costs = self.cost_model.costs(device_of, orders, self.objective)
         self.evaluations += len(orders)
-        return batch_costs(batch, self.objective)
+        return costs
 
 
 def best_index(infeasible: np.ndarray, value: np.ndarray) -> int:
@@ -85,7 +129,7 @@ class Placement:
     order: np.ndarray
     objective: str
     makespan: float
-    peak_memory: np.ndarray
+    peak_memory: np.ndarray | None  # None: the cost model does not observe memory
     feasible: bool
     cost: tuple[int, float]
     method: str
@@ -129,34 +173,37 @@ def place(
     devices: Devices | None = None,
     objective: str = "runtime",
     runtimes: np.ndarray | None = None,
+    cost_model: CostModel | None = None,
     seed: int | None = None,
     time_limit: float | None = None,
     **options: Any,
 ) -> Placement:
-    """Run placer ``method`` on ``graph`` and return its re-simulated ``Placement``.
+    """Run placer ``method`` on ``graph`` and return its re-evaluated ``Placement``.
 
+    The placer searches against ``cost_model`` (by default the simulator built from
+    ``runtimes``, see ``PlacementProblem``), and the same model scores its answer.
     ``proved_optimal`` is the placer's claim (an exact solver's proof), or True for any
-    method when the feasible result meets ``placement_lower_bound``.
+    method when the feasible result meets the cost model's lower bound.
     """
     spec = get_placer(method)
     spec.check_options(options)
-    problem = PlacementProblem(graph, devices or Devices(), objective, runtimes)
+    problem = PlacementProblem(graph, devices, objective, cost_model, runtimes=runtimes)
     start = time.perf_counter()
     result = spec.fn(problem, seed=seed, time_limit=time_limit, **options)
     seconds = time.perf_counter() - start
     device_of = np.asarray(result.device_of, dtype=np.int64)
     order = np.asarray(result.order, dtype=np.int64)
-    simulated = simulate(graph, problem.devices, device_of, order, runtimes=problem.runtimes)
-    cost = placement_cost(simulated, objective)
-    bound = placement_lower_bound(graph, problem.devices, objective, runtimes=problem.runtimes)
-    proved = not cost[0] and meets_bound(cost[1], bound)
+    evaluation = problem.cost_model.evaluate(device_of, order, objective)
+    cost = evaluation.cost
+    bound = problem.cost_model.lower_bound(objective)
+    proved = bound is not None and not cost[0] and meets_bound(cost[1], bound)
     return Placement(
         device_of=device_of,
         order=order,
         objective=objective,
-        makespan=simulated.makespan,
-        peak_memory=simulated.peak_memory,
-        feasible=simulated.feasible,
+        makespan=evaluation.makespan,
+        peak_memory=evaluation.peak_memory,
+        feasible=evaluation.feasible,
         cost=cost,
         method=method,
         seconds=seconds,

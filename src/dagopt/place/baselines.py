@@ -1,6 +1,6 @@
 """Baseline placers of paper 003, section 3.2: one device, GP + DFS, local search.
 
-- ``single-device``: every op on the fastest device (device 0 when all are equal), in
+- ``single-device``: every op on the fastest device (the first of equals), in
   a memory-aware order from ``dagopt.schedule``; the reference point of no placement.
 - ``gp-dfs``: 003's "Graph Partitioning + Depth First Search (GP+DFS) heuristic
   similar to the current approach in XLA that separates device assignments and
@@ -45,12 +45,13 @@ def single_device(
 ) -> PlacerResult:
     """All ops on one device (003 section 3.2's setting without placement).
 
-    The device is the fastest (the first of equals, so device 0 on homogeneous
-    devices); the order is ``dagopt.schedule``'s ``order_method``, by default
-    ``inductor``, which minimises single-device peak memory. One evaluation.
+    The device is the fastest by ``PlacementProblem.speeds`` (the first of equals, so
+    device 0 on homogeneous devices); the order is ``dagopt.schedule``'s
+    ``order_method``, by default ``inductor``, which minimises single-device peak
+    memory. One evaluation.
     """
     schedule = solve(problem.graph, order_method, seed=seed, time_limit=time_limit)
-    device = int(np.argmax(problem.devices.speeds))
+    device = int(np.argmax(problem.speeds))
     device_of = np.full(problem.graph.num_nodes, device, dtype=np.int64)
     return _scored(problem, device_of, schedule.order, device=device)
 
@@ -113,7 +114,7 @@ def gp_dfs(
     holds the ``cut_bytes`` of the partition.
     """
     graph = problem.graph
-    device_of = partition(graph, problem.devices.speeds, np.random.default_rng(seed))
+    device_of = partition(graph, problem.speeds, np.random.default_rng(seed))
     order = solve(graph, order_method, seed=seed, time_limit=time_limit).order
     return _scored(problem, device_of, order, cut_bytes=cut_bytes(graph, device_of))
 

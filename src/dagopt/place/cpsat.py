@@ -22,13 +22,14 @@ CP-SAT is an optimum of ``simulate`` over every placement and every topological 
 - **Objective.** The lexicographic cost of ``placement_cost`` as one integer: ``value``
   when every device fits its limit, else ``big + overflow`` with ``big`` above any value.
 
-Runtimes (``runtime / speed``) and sizes are scaled to integers by their greatest common
-dyadic unit. When that is exact (e.g. integer runtimes, speeds that are powers of two,
-integer byte sizes) the model is exact and an ``OPTIMAL`` status, confirmed by
-re-simulating the answer, gives ``proved_optimal``. Otherwise (e.g. log-normal float
-runtimes) values are rounded to 2**-24 of their total: CP-SAT still searches, but
-``proved_optimal`` is False. Only free transfers (zero latency, infinite bandwidth, the
-setup of section 3.1) are modelled.
+Op durations (``runtime / speed``, or the given ``(n, d)`` runtimes) and sizes are scaled
+to integers by their greatest common dyadic unit. When that is exact (e.g. integer
+runtimes, speeds that are powers of two, integer byte sizes) the model is exact and an
+``OPTIMAL`` status, confirmed by re-simulating the answer, gives ``proved_optimal``.
+Otherwise (e.g. log-normal float runtimes) values are rounded to 2**-24 of their total:
+CP-SAT still searches, but ``proved_optimal`` is False. Only free transfers (zero
+latency, infinite bandwidth, the setup of section 3.1) are modelled, and only the
+simulated cost model (``SimulatedCostModel``), which this model reproduces.
 
 Search starts from a hint (every op on the fastest device, or the ``hint`` option).
 Presolve is switched off above ``PRESOLVE_HORIZON`` time units: with fine time scales
@@ -46,7 +47,7 @@ from ortools.sat.python import cp_model
 
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import validate_order
-from dagopt.objectives.placement import placement_cost, simulate
+from dagopt.objectives.placement import SimulatedCostModel, placement_cost
 from dagopt.place.base import PlacementProblem, PlacerResult, get_placer, register_placer
 
 DEFAULT_TIME_LIMIT = 60.0
@@ -80,6 +81,7 @@ class _Builder:
     def __init__(self, problem: PlacementProblem):
         graph = problem.graph
         self.problem = problem
+        self.simulator = _simulator(problem)
         self.model = cp_model.CpModel()
         self.n = n = graph.num_nodes
         self.succ = [graph.successors(v).tolist() for v in range(n)]
@@ -126,8 +128,8 @@ class _Builder:
 
     def _times(self) -> None:
         """Integer start and finish times of the list scheduler, and the makespan."""
-        m, n, problem = self.model, self.n, self.problem
-        q = problem.runtimes[:, None] / problem.devices.speeds[None, :]  # as the simulator
+        m, n = self.model, self.n
+        q = self.simulator.durations  # (n, d) seconds, as the simulator
         self.time_unit, dur, self.time_exact = integer_scale(q)
         dur = dur.reshape(q.shape)
         self.horizon = horizon = int(dur.max(axis=1).sum())  # no device ever idles alone
@@ -211,10 +213,15 @@ class _Builder:
 
     # -------------------------------------------------------------- order literals
     def _break_device_symmetry(self, devices) -> None:
-        """Identical devices are interchangeable: order them by their smallest op index."""
-        groups: dict[tuple[float, float], list[int]] = {}
+        """Identical devices are interchangeable: order them by their smallest op index.
+
+        Devices are identical when their speed, memory and op durations are all equal.
+        """
+        durations = self.simulator.durations
+        groups: dict[tuple[float, float, bytes], list[int]] = {}
         for k, spec in enumerate(devices.specs):
-            groups.setdefault((spec.speed, spec.memory), []).append(k)
+            key = (spec.speed, spec.memory, durations[:, k].tobytes())
+            groups.setdefault(key, []).append(k)
         self.groups = [group for group in groups.values() if len(group) > 1]
         for group in self.groups:
             for prev, k in pairwise(group):
@@ -374,12 +381,22 @@ class _Builder:
 def _default_hint(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
     """Every op on the fastest device, in the graph's topological order."""
     graph = problem.graph
-    fastest = int(np.argmax(problem.devices.speeds))
+    fastest = int(np.argmax(problem.speeds))
     return np.full(graph.num_nodes, fastest), graph.topological_order
 
 
 def _neg(lit):
     return (not lit) if isinstance(lit, bool) else ~lit
+
+
+def _simulator(problem: PlacementProblem) -> SimulatedCostModel:
+    """The problem's simulator: cp-sat models 003 A.1's simulator, no other cost model."""
+    if not isinstance(problem.cost_model, SimulatedCostModel):
+        raise InputError(
+            "cp-sat models the simulated cost model of 003 A.1 only, got "
+            f"{type(problem.cost_model).__name__}"
+        )
+    return problem.cost_model
 
 
 def _check_transfers(problem: PlacementProblem) -> None:
@@ -418,9 +435,10 @@ def cp_sat(
     lexicographic ``objective_bound`` (no solution costs less), the ``model_cost`` of the
     answer (at least its simulated cost; equal once proved), whether the integer model is
     ``exact``, and the solver's ``wall_time``.
-    Raises ``InputError`` for costly transfers and ``SolverError`` when no solution is
-    found in time.
+    Raises ``InputError`` for costly transfers or a cost model other than the simulator,
+    and ``SolverError`` when no solution is found in time.
     """
+    _simulator(problem)
     _check_transfers(problem)
     if problem.graph.num_nodes == 0:
         empty = np.zeros(0, dtype=np.int64)
@@ -452,9 +470,7 @@ def cp_sat(
     )
     order = np.argsort([solver.value(p) for p in builder.pos], kind="stable").astype(np.int64)
     cost = _lexicographic(builder, solver.objective_value)
-    simulated = simulate(
-        problem.graph, problem.devices, device_of, order, runtimes=problem.runtimes
-    )
+    simulated = builder.simulator.simulate(device_of, order)
     actual = placement_cost(simulated, problem.objective)
     matches = actual[0] == cost[0] and math.isclose(actual[1], cost[1], rel_tol=1e-9)
     return PlacerResult(

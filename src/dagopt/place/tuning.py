@@ -20,7 +20,7 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.models import model_path
-from dagopt.objectives.placement import Devices
+from dagopt.objectives.devices import Devices
 from dagopt.place.base import PlacementProblem, PlacerResult, cost_ratio, register_placer
 from dagopt.place.brkga import BrkgaParams, outcome_result, run_brkga
 

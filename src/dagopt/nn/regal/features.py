@@ -16,7 +16,8 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.graph.paths import longest_paths
 from dagopt.nn.regal.config import REGAL_EDGE_FEATURES
-from dagopt.objectives.placement import Devices, resolve_runtimes
+from dagopt.objectives.devices import Devices
+from dagopt.objectives.placement import op_runtimes
 
 
 def _ratio(a, b) -> np.ndarray:
@@ -45,12 +46,12 @@ def regal_inputs(
     and to one device's fair share ``total / d``; depth, height and the critical-path
     start times are normalised by the graph's longest path. Any ratio with a zero
     denominator is 0, so every graph (one op, zero runtimes, zero sizes) gives finite
-    features. ``runtimes`` are seconds per op on a speed-1 device (``None``: the graph's
-    ``runtime`` attribute), validated as by the cost model.
+    features. ``runtimes`` are seconds per op on a speed-1 device, or per op and device
+    (``None``: the graph's ``runtime`` attribute), read through ``op_runtimes``.
     """
     n = graph.num_nodes
     d = devices.count
-    runtime = resolve_runtimes(graph, runtimes)
+    runtime = op_runtimes(graph, runtimes, devices)  # (n, d): each op's fastest device
     src, dst = (np.asarray(a, dtype=np.int64) for a in graph.edges)
     mem, param = graph.mem, graph.param_mem
     inputs = np.bincount(dst, weights=mem[src], minlength=n)

@@ -30,7 +30,7 @@ from dagopt.nn.regal import (
     regal_inputs,
     sample_actions,
 )
-from dagopt.objectives.placement import GIB, Devices
+from dagopt.objectives.devices import GIB, Devices
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
 from dagopt.place.prior import order_prior_keys
