@@ -387,7 +387,7 @@ def collection_dir(root: str | os.PathLike, collection: str, split: str) -> Path
     _check_collection(collection)
     if split not in SPLITS:
         raise InputError(f"unknown split {split!r} (known: {', '.join(SPLITS)})")
-    return Path(root, "npz", *collection.split(":"), split)
+    return Path(root).expanduser().joinpath("npz", *collection.split(":"), split)
 
 
 def collection_files(root: str | os.PathLike, collection: str, split: str) -> list[Path]:
