@@ -268,21 +268,13 @@ def _integral(values: np.ndarray) -> bool:
 
 TpuGraphsFile = TileRecord | LayoutRecord
 
-_TILE_KEYS = ("config_feat", "config_runtime", "config_runtime_normalizers")
-_LAYOUT_KEYS = ("node_config_ids", "node_config_feat", "config_runtime", "node_splits")
-_COMMON_KEYS = ("node_feat", "node_opcode", "edge_index")
-
 
 def _record_from_arrays(arrays: Mapping[str, np.ndarray], name: str) -> TpuGraphsFile:
     keys = set(arrays)
     if "config_feat" in keys and keys & {"node_config_feat", "node_config_ids"}:
         raise InputError("file mixes tile (config_feat) and layout (node_config_*) arrays")
-    kind, known = (
-        (TileRecord, _COMMON_KEYS + _TILE_KEYS)
-        if "config_feat" in keys
-        else (LayoutRecord, _COMMON_KEYS + _LAYOUT_KEYS)
-    )
-    unknown = sorted(keys - set(known))
+    kind = TileRecord if "config_feat" in keys else LayoutRecord
+    unknown = sorted(keys - {f.name for f in fields(kind) if f.name != "name"})
     if unknown:
         raise InputError(f"unknown array {unknown[0]!r} in a TpuGraphs file")
     required = {f.name for f in fields(kind) if f.default is MISSING}
