@@ -48,3 +48,17 @@ def test_a_wrong_import_breaks_the_contract(tmp_path, module, wrong_import, mess
     result = lint_imports(tmp_path)
     assert result.returncode != 0
     assert message in result.stdout and "0 kept, 1 broken" in result.stdout
+
+
+def test_every_module_of_the_package_has_a_layer():
+    """A new subpackage must be placed in the contract, or nothing checks its imports."""
+    import pkgutil
+    import tomllib
+
+    import dagopt
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (contract,) = config["tool"]["importlinter"]["contracts"]
+    layered = {name.strip() for layer in contract["layers"] for name in layer.split("|")}
+    modules = {f"dagopt.{m.name}" for m in pkgutil.iter_modules(dagopt.__path__)}
+    assert modules - {"dagopt.__main__"} == layered

@@ -9,6 +9,7 @@ from dagopt.graph import Graph
 from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.orders import OrderFile, read_order, write_order
 from dagopt.io.placements import PlacementFile, read_placement, write_placement
+from dagopt.io.tpugraphs import read_tpugraphs_graph
 
 
 def _read_onnx_graph(path: Path) -> Graph:
@@ -18,7 +19,11 @@ def _read_onnx_graph(path: Path) -> Graph:
     return read_onnx(path).graph
 
 
-READERS: dict[str, Callable[[Path], Graph]] = {".json": read_graph_json, ".onnx": _read_onnx_graph}
+READERS: dict[str, Callable[[Path], Graph]] = {
+    ".json": read_graph_json,
+    ".onnx": _read_onnx_graph,
+    ".npz": read_tpugraphs_graph,
+}
 
 
 def load(path: str | os.PathLike) -> Graph:

@@ -1,0 +1,146 @@
+"""SYNTHETIC TpuGraphs records, for format tests, examples and load benchmarks only.
+
+Nothing here is measured: the graphs are random DAGs, the features a plausible
+subset (output shape, element type, layout, opcode) and the runtimes random numbers.
+The records have the arrays, shapes and dtypes of the published files (``int32`` ids,
+``float32`` features, ``int64`` tile runtimes, ``(1, k)`` node splits), so they
+exercise ``dagopt.io.tpugraphs`` like real files do; they say nothing about TPUs.
+Real files come from the TpuGraphs download (``docs/tpugraphs.md``).
+"""
+
+import numpy as np
+
+from dagopt.errors import InputError
+from dagopt.io.tpugraphs import (
+    LAYOUT_COLUMNS,
+    LAYOUT_CONFIG_FEATURES,
+    NODE_FEATURES,
+    SHAPE_DIMS,
+    SHAPE_PRODUCT,
+    TILE_CONFIG_FEATURES,
+    LayoutRecord,
+    TileRecord,
+)
+
+_PLAIN_OPS = np.array([2, 13, 24, 41, 45, 59, 63, 70, 98])
+"""add, broadcast, constant, fusion, get-tuple-element, multiply, parameter, reduce,
+transpose: opcodes drawn for nodes that are not configurable."""
+_CONFIGURABLE_OPS = np.array([26, 34, 75])  # convolution, dot, reshape (paper 002, 2.2.1)
+_ELEMENT_COLUMNS = np.array([13, 15, 6])  # f32, bf16, s32 one-hot columns
+
+
+def _graph(rng: np.random.Generator, num_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random ``node_feat`` (float32) and ``edge_index`` rows ``[consumer, producer]``.
+
+    Node ``i`` consumes one or two of the eight nodes before it, so ids are a topological
+    order; each node gets a rank 0-4 output shape, an element type and a layout.
+    """
+    feat = np.zeros((num_nodes, NODE_FEATURES), dtype=np.float32)
+    rank = rng.choice(5, size=num_nodes, p=[0.1, 0.2, 0.3, 0.2, 0.2])
+    dims = 2 ** rng.integers(0, 9, size=(num_nodes, 6))
+    dims[np.arange(6) >= rank[:, None]] = 0
+    feat[:, SHAPE_DIMS] = dims
+    feat[:, SHAPE_DIMS.stop] = dims.sum(axis=1)
+    feat[:, SHAPE_PRODUCT] = np.where(dims > 0, dims, 1).prod(axis=1)
+    feat[np.arange(num_nodes), rng.choice(_ELEMENT_COLUMNS, size=num_nodes)] = 1.0
+    feat[:, LAYOUT_COLUMNS] = np.maximum(_permutations(rng, rank), 0)  # published: 0-padded
+    if num_nodes:
+        feat[-1, 0] = 1.0  # is_root
+    consumers = np.repeat(np.arange(1, num_nodes), 2)
+    producers = consumers - rng.integers(1, 9, size=consumers.size)
+    keep = (producers >= 0) & (
+        (np.arange(consumers.size) % 2 == 0) | (rng.random(consumers.size) < 0.5)
+    )
+    edges = np.unique(np.stack([consumers, np.maximum(producers, 0)], axis=1)[keep], axis=0)
+    return feat, edges.astype(np.int32).reshape(-1, 2)
+
+
+def _permutations(rng: np.random.Generator, rank: np.ndarray) -> np.ndarray:
+    """Random minor-to-major orders: row ``i`` is a permutation of ``0..rank[i]-1`` then -1s
+    (any leading shape of ``rank`` gives that many rows of 6)."""
+    keys = rng.random((*rank.shape, 6))
+    pad = np.arange(6) >= rank[..., None]
+    keys[pad] = np.inf
+    order = np.argsort(keys, axis=-1)
+    order[pad] = -1
+    return order
+
+
+def synthetic_tile_record(
+    seed: int,
+    *,
+    num_nodes: int = 20,
+    num_configs: int = 30,
+    labelled: bool = True,
+    name: str = "synthetic-tile",
+) -> TileRecord:
+    """A SYNTHETIC tile record (random graph, tile sizes and runtimes; format tests only)."""
+    rng = np.random.default_rng(seed)
+    feat, edges = _graph(rng, num_nodes)
+    config = np.zeros((num_configs, TILE_CONFIG_FEATURES), dtype=np.float32)
+    for block in (0, 8):  # kernel and output bounds; input bounds stay 0 as published
+        bounds = 2 ** rng.integers(0, 8, size=(num_configs, 4))
+        config[:, block : block + 4] = bounds
+        config[:, block + 6] = bounds.sum(axis=1)
+        config[:, block + 7] = bounds.prod(axis=1)
+    runtime = normalizer = None
+    if labelled:
+        normalizer = rng.integers(100_000, 110_000, size=num_configs, dtype=np.int64)
+        runtime = (normalizer * rng.lognormal(0.0, 0.3, size=num_configs)).astype(np.int64) + 1
+    return TileRecord(
+        node_feat=feat,
+        node_opcode=rng.choice(_PLAIN_OPS, size=num_nodes).astype(np.int32),
+        edge_index=edges,
+        config_feat=config,
+        config_runtime=runtime,
+        config_runtime_normalizers=normalizer,
+        name=name,
+    )
+
+
+def synthetic_layout_record(
+    seed: int,
+    *,
+    num_nodes: int = 200,
+    num_configurable: int = 20,
+    num_configs: int = 50,
+    labelled: bool = True,
+    name: str = "synthetic-layout",
+) -> LayoutRecord:
+    """A SYNTHETIC layout record (random graph, layouts and runtimes; format tests only).
+
+    ``num_configurable`` nodes, taken among those with a tensor output, get a convolution,
+    dot or reshape opcode; each configuration draws their output and input layouts (the
+    kernel's too for a convolution), with one in five tensors left to the compiler (-1s).
+    """
+    rng = np.random.default_rng(seed)
+    feat, edges = _graph(rng, num_nodes)
+    opcode = rng.choice(_PLAIN_OPS, size=num_nodes).astype(np.int32)
+    rank = np.count_nonzero(feat[:, SHAPE_DIMS], axis=1)
+    candidates = np.flatnonzero(rank > 0)
+    if num_configurable > candidates.size:
+        raise InputError(
+            f"{num_configurable} configurable nodes asked, {candidates.size} have a tensor output"
+        )
+    ids = np.sort(rng.choice(candidates, size=num_configurable, replace=False)).astype(np.int32)
+    opcode[ids] = rng.choice(_CONFIGURABLE_OPS, size=ids.size)
+    tensor_rank = np.broadcast_to(rank[ids][None, :, None], (num_configs, ids.size, 3)).copy()
+    tensor_rank[..., 2] *= opcode[ids][None, :] == 26  # only convolutions have a kernel
+    tensor_rank[rng.random(tensor_rank.shape) < 0.2] = 0  # compiler's choice: all -1
+    config = _permutations(rng, tensor_rank).reshape(num_configs, ids.size, -1)
+    runtime = None
+    if labelled:
+        runtime = rng.integers(1_000_000, 2_000_000, size=num_configs).astype(np.int32)
+    starts = rng.choice(np.arange(1, num_nodes), size=min(2, num_nodes - 1), replace=False)
+    return LayoutRecord(
+        node_feat=feat,
+        node_opcode=opcode,
+        edge_index=edges,
+        node_config_ids=ids,
+        node_config_feat=config.astype(np.float32).reshape(
+            num_configs, ids.size, LAYOUT_CONFIG_FEATURES
+        ),
+        config_runtime=runtime,
+        node_splits=np.concatenate([[0], np.sort(starts)])[None, :],
+        name=name,
+    )
