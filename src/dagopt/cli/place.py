@@ -7,16 +7,19 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from dagopt.bench.timing import format_seconds
-from dagopt.cli.output import check_output, console, fmt_mem, fmt_proved
+from dagopt.cli.output import (
+    check_output,
+    console,
+    fmt_mem,
+    fmt_proved,
+    fmt_seconds,
+    progress_on_terminal,
+)
 from dagopt.cli.settings import parse_settings
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
-from dagopt.objectives.placement import simulate
-from dagopt.objectives.runtime import estimate_runtimes
-from dagopt.place import get_placer, place
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
 DevicesOpt = Annotated[int, typer.Option("--devices", "-d", min=1, help="Number of devices.")]
@@ -68,6 +71,8 @@ def _devices(count: int, memory_gib: float, speeds: str | None, latency: float, 
 
 def _runtimes(graph: Graph, estimate: bool, peak_flops: float, mem_bandwidth: float):
     if estimate:
+        from dagopt.objectives.runtime import estimate_runtimes
+
         return estimate_runtimes(graph, peak_flops=peak_flops, bandwidth=mem_bandwidth)
     if "runtime" not in graph.node_data:
         raise InputError(
@@ -77,7 +82,7 @@ def _runtimes(graph: Graph, estimate: bool, peak_flops: float, mem_bandwidth: fl
     return None
 
 
-def _summary(result, seconds: float | None) -> str:
+def _summary(result, seconds: float | None, setup: float = 0.0) -> str:
     """Makespan, peaks per device and feasibility of a simulated placement, in one line."""
     peaks = ", ".join(fmt_mem(p / GIB) for p in np.asarray(result.peak_memory))
     line = (
@@ -85,7 +90,7 @@ def _summary(result, seconds: float | None) -> str:
         f"feasible: {'yes' if result.feasible else 'no'}"
     )
     if seconds is not None:
-        line += f", {format_seconds(seconds)} s"
+        line += f", {fmt_seconds(seconds, setup)}"
     return line
 
 
@@ -124,6 +129,8 @@ def place_command(
     ] = None,
 ) -> None:
     """Place the ops of GRAPH on devices and order them with METHOD (paper 003)."""
+    from dagopt.place import get_placer, place  # the simulator's numba kernels load here
+
     get_placer(method)
     check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
     graph = load(graph_path)
@@ -134,18 +141,19 @@ def place_command(
         options["evaluations"] = evaluations
     if checkpoint is not None:
         options["checkpoint"] = checkpoint
-    result = place(
-        graph,
-        method,
-        devices=device_set,
-        objective=objective,
-        runtimes=runtimes,
-        seed=seed,
-        time_limit=time_limit,
-        **options,
-    )
+    with progress_on_terminal():
+        result = place(
+            graph,
+            method,
+            devices=device_set,
+            objective=objective,
+            runtimes=runtimes,
+            seed=seed,
+            time_limit=time_limit,
+            **options,
+        )
     line = (
-        f"{method} ({objective}): {_summary(result, result.seconds)}, "
+        f"{method} ({objective}): {_summary(result, result.seconds, result.setup_seconds)}, "
         f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
     )
     if out is not None:
@@ -169,6 +177,8 @@ def evaluate_placement(
     mem_bandwidth: MemBandwidthOpt = 1e12,
 ) -> None:
     """Simulate the placement in PLACEMENT on GRAPH with the cost model (003 A.1)."""
+    from dagopt.objectives.placement import simulate
+
     graph = load(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
     runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)

@@ -25,7 +25,8 @@ from dagopt.objectives.placement import (
     meets_bound,
     relative_speeds,
 )
-from dagopt.registry import Registry
+from dagopt.progress import report
+from dagopt.registry import Registry, check_run_arguments
 
 
 class PlacementProblem:
@@ -137,6 +138,7 @@ class Placement:
     evaluations: int
     proved_optimal: bool | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    setup_seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,13 @@ register_placer = PLACERS.register
 #: The ``MethodSpec`` of a placer name (``InputError`` if unknown).
 get_placer = PLACERS.lookup
 
+#: The graph of the warm-up run (a diamond of 1 ms ops, see ``place``).
+_WARM_UP_GRAPH = Graph(
+    4, [0, 0, 1, 2], [1, 2, 3, 3], mem=np.ones(4), name="warm-up",
+    node_data={"runtime": np.full(4, 1e-3)},
+)  # fmt: skip
+_warmed_up: set[str] = set()
+
 
 def place(
     graph: Graph,
@@ -184,10 +193,24 @@ def place(
     ``runtimes``, see ``PlacementProblem``), and the same model scores its answer.
     ``proved_optimal`` is the placer's claim (an exact solver's proof), or True for any
     method when the feasible result meets the cost model's lower bound.
+
+    ``Placement.seconds`` is the search alone: the first call of a method in a process
+    first runs it on a four-node graph with the simulator and the same devices, so that
+    one-time work (numba compiling or loading kernels, a policy loading) happens there;
+    its time is ``Placement.setup_seconds``.
     """
     spec = get_placer(method)
     spec.check_options(options)
+    check_run_arguments(seed, time_limit)
     problem = PlacementProblem(graph, devices, objective, cost_model, runtimes=runtimes)
+    setup = 0.0
+    if method not in _warmed_up:
+        report(f"{method}: compiling or loading kernels and models (first call only)")
+        began = time.perf_counter()
+        warm_up = PlacementProblem(_WARM_UP_GRAPH, problem.devices, objective)
+        spec.fn(warm_up, seed=0, time_limit=None, **options)
+        setup = time.perf_counter() - began
+        _warmed_up.add(method)
     start = time.perf_counter()
     result = spec.fn(problem, seed=seed, time_limit=time_limit, **options)
     seconds = time.perf_counter() - start
@@ -210,4 +233,5 @@ def place(
         evaluations=problem.evaluations,
         proved_optimal=True if proved else result.proved_optimal,
         info=dict(result.info),
+        setup_seconds=setup,
     )
