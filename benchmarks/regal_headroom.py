@@ -38,8 +38,8 @@ import numpy as np
 from dagopt.bench.placement import geomean_gap_percent
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
+from dagopt.objectives.costmodel import OBJECTIVES
 from dagopt.objectives.devices import GIB, Devices
-from dagopt.objectives.placement import OBJECTIVES
 from dagopt.place.base import PlacementProblem
 from dagopt.place.baselines import partition
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga

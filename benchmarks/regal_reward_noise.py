@@ -37,8 +37,8 @@ import numpy as np
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.nn.regal import REGAL_NODE_FEATURES, regal_inputs
+from dagopt.objectives.costmodel import OBJECTIVES
 from dagopt.objectives.devices import GIB, Devices
-from dagopt.objectives.placement import OBJECTIVES
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import MutantDistributions, run_brkga
 from dagopt.place.regal import load_policy, policy_distributions

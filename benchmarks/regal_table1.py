@@ -49,8 +49,9 @@ from dagopt.bench.placement import (
 )
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
+from dagopt.objectives.costmodel import OBJECTIVES
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.placement import OBJECTIVES, placement_lower_bound
+from dagopt.objectives.placement_bounds import placement_lower_bound
 from dagopt.place import place
 
 METHODS = [

@@ -20,15 +20,9 @@ from dagopt.generate.placement import generate_placement, noisy_copy
 from dagopt.io import read_graph_json, write_graph_json, write_placement
 from dagopt.objectives.costmodel import CostModel, Evaluation
 from dagopt.objectives.devices import Devices, DeviceSpec
-from dagopt.objectives.placement import (
-    SimulatedCostModel,
-    op_runtimes,
-    placement_lower_bound,
-    relative_speeds,
-    resolve_runtimes,
-    simulate,
-    simulate_batch,
-)
+from dagopt.objectives.op_runtimes import op_runtimes, relative_speeds, resolve_runtimes
+from dagopt.objectives.placement import SimulatedCostModel, simulate, simulate_batch
+from dagopt.objectives.placement_bounds import placement_lower_bound
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, run_brkga
 from dags import dags

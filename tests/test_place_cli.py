@@ -8,7 +8,8 @@ import pytest
 from dagopt.generate.placement import generate_placement
 from dagopt.io import load, read_placement, write_graph_json
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.placement import meets_bound, placement_lower_bound, simulate
+from dagopt.objectives.placement import simulate
+from dagopt.objectives.placement_bounds import meets_bound, placement_lower_bound
 from test_cli import DIAMOND, assert_user_error, dagopt, write_json
 
 

@@ -12,13 +12,8 @@ from dagopt import Graph
 from dagopt.errors import InputError, SolverError
 from dagopt.generate.placement import generate_placement
 from dagopt.objectives.devices import Devices, DeviceSpec
-from dagopt.objectives.placement import (
-    batch_costs,
-    meets_bound,
-    placement_lower_bound,
-    simulate,
-    simulate_batch,
-)
+from dagopt.objectives.placement import batch_costs, simulate, simulate_batch
+from dagopt.objectives.placement_bounds import meets_bound, placement_lower_bound
 from dagopt.place import PlacementProblem, place
 from dagopt.place.base import best_index
 from dagopt.place.cpsat import _Builder

@@ -24,13 +24,8 @@ from dagopt.generate.placement import (
 )
 from dagopt.objectives import lower_bound, peak_memory
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
-from dagopt.objectives.placement import (
-    batch_costs,
-    placement_cost,
-    placement_lower_bound,
-    simulate,
-    simulate_batch,
-)
+from dagopt.objectives.placement import batch_costs, placement_cost, simulate, simulate_batch
+from dagopt.objectives.placement_bounds import placement_lower_bound
 from dagopt.objectives.runtime import estimate_runtimes
 from dags import dags
 

@@ -17,7 +17,7 @@ from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.placement import meets_bound
+from dagopt.objectives.placement_bounds import meets_bound
 from dagopt.place import place
 
 # Paper 003, Table 1: % gap from the best known solution (TF runtime, TF peak memory,

@@ -30,7 +30,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from dagopt.errors import InputError
 from dagopt.objectives.devices import Devices
+
+#: The objectives of paper 003, section 2.1: the makespan, and the largest peak memory
+#: over the devices.
+OBJECTIVES = ("runtime", "peak-memory")
 
 
 @dataclass(frozen=True)
@@ -84,3 +89,9 @@ class CostModel(Protocol):
     def lower_bound(self, objective: str) -> float | None:
         """A value no solution can beat, or None when the model knows none."""
         ...
+
+
+def check_objective(objective: str) -> None:
+    """Raise ``InputError`` unless ``objective`` is one of ``OBJECTIVES``."""
+    if objective not in OBJECTIVES:
+        raise InputError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")

@@ -36,12 +36,10 @@ from numba import njit
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph, validate_order
-from dagopt.graph.paths import longest_paths
-from dagopt.objectives.costmodel import Evaluation
+from dagopt.objectives.costmodel import OBJECTIVES, Evaluation, check_objective
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.memory import lower_bound
-
-OBJECTIVES = ("runtime", "peak-memory")
+from dagopt.objectives.op_runtimes import op_durations, relative_speeds, resolve_runtimes
+from dagopt.objectives.placement_bounds import placement_lower_bound
 
 
 @dataclass(frozen=True)
@@ -261,96 +259,6 @@ def _simulate_rows(pred_ptr, pred_idx, mem, param, durations, latency, inv_bw, d
 
 
 # ------------------------------------------------------------------------------ inputs
-def resolve_runtimes(graph: Graph, runtimes, devices: Devices | None = None) -> np.ndarray:
-    """``runtimes`` or ``graph.node_data["runtime"]``, validated: seconds per op.
-
-    Two shapes are accepted (003 A.1 assumes "runtime estimates for each op"):
-
-    - ``(n,)``: seconds of each op on a speed-1 device; device ``k`` takes
-      ``runtime / speed_k`` (``op_durations``).
-    - ``(n, d)``: seconds of op ``v`` on device ``k``, used as they are, since a CPU and
-      a GPU are not one speed factor apart. ``d`` must be ``devices.count`` when
-      ``devices`` are given.
-
-    A wrong shape, a non-number, or a NaN, infinite or negative runtime raises a
-    one-line ``InputError``.
-    """
-    if runtimes is None:
-        if "runtime" not in graph.node_data:
-            raise InputError(
-                f"graph {graph.name!r} has no op runtimes: add a 'runtime' node attribute "
-                "or pass runtimes=estimate_runtimes(graph, ...) (dagopt.objectives.runtime)"
-            )
-        runtimes = graph.node_data["runtime"]
-    try:
-        array = np.asarray(runtimes, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError("runtimes must be numbers, one per op or one per op and device") from None
-    n = graph.num_nodes
-    columns = "d" if devices is None else str(devices.count)
-    if not (
-        array.shape == (n,)
-        or (
-            array.ndim == 2
-            and array.shape[0] == n
-            and array.shape[1] >= 1
-            and (devices is None or array.shape[1] == devices.count)
-        )
-    ):
-        raise InputError(f"runtimes have shape {array.shape}, expected ({n},) or ({n}, {columns})")
-    bad = np.argwhere(~np.isfinite(array) | (array < 0))
-    if bad.size:
-        v = int(bad[0][0])
-        where = f" on device {int(bad[0][1])}" if array.ndim == 2 else ""
-        raise InputError(
-            f"node {graph.names[v]!r} has invalid runtime {array[tuple(bad[0])]}{where} "
-            "(finite, >= 0)"
-        )
-    return np.array(array)  # a writable copy: one compiled kernel signature
-
-
-def op_durations(runtimes: np.ndarray, devices: Devices) -> np.ndarray:
-    """``(n, d)`` seconds of op ``v`` on device ``k`` from ``resolve_runtimes``' output.
-
-    ``(n,)`` runtimes are divided by each device's speed (the simulator always did
-    this division, with the same float result); ``(n, d)`` runtimes are copied as they are.
-    """
-    if runtimes.ndim == 1:
-        return runtimes[:, None] / devices.speeds[None, :]
-    return np.array(runtimes, dtype=np.float64, order="C")
-
-
-def op_runtimes(graph: Graph, runtimes, devices: Devices) -> np.ndarray:
-    """One runtime per op, for features that describe ops (REGAL's, ``dagopt.nn.regal``).
-
-    ``(n,)`` runtimes are returned as they are (a speed-1 device). For ``(n, d)``
-    runtimes this is each op's time on its fastest device. Features built from ratios
-    of these values (to their mean, their sum, a critical path) do not depend on the
-    time scale.
-    """
-    runtime = resolve_runtimes(graph, runtimes, devices)
-    return runtime if runtime.ndim == 1 else runtime.min(axis=1)
-
-
-def relative_speeds(runtimes: np.ndarray, devices: Devices) -> np.ndarray:
-    """Speed of each device relative to the others, for placers that balance or choose
-    devices without the cost model (``single-device``, ``gp-dfs``).
-
-    With ``(n,)`` runtimes this is ``devices.speeds``. With ``(n, d)`` runtimes it is
-    ``T_min / T_k``, where ``T_k`` is the total time of every op on device ``k``: the
-    device that runs the whole graph fastest gets 1. A total of 0 counts as ``1e-12``
-    of the largest total, and when every total is 0 all speeds are 1.
-    """
-    if runtimes.ndim == 1:
-        return devices.speeds
-    totals = runtimes.sum(axis=0)
-    largest = float(totals.max(initial=0.0))
-    if largest == 0:
-        return np.ones(devices.count)
-    totals = np.maximum(totals, largest * 1e-12)
-    return totals.min() / totals
-
-
 def _placements(graph: Graph, devices: Devices, device_of, rows: int | None) -> np.ndarray:
     """``device_of`` as int64 of shape ``(n,)`` (``rows=None``) or ``(rows, n)``, validated."""
     n = graph.num_nodes
@@ -524,12 +432,6 @@ def simulate_batch(
     return model.simulate_batch(device_of, priority_orders)
 
 
-def check_objective(objective: str) -> None:
-    """Raise ``InputError`` unless ``objective`` is one of ``OBJECTIVES``."""
-    if objective not in OBJECTIVES:
-        raise InputError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-
-
 def placement_cost(result: PlacementResult, objective: str = "runtime") -> tuple[int, float]:
     """Lexicographic cost, smaller is better: ``(0, value)`` if feasible, else ``(1, overflow)``.
 
@@ -543,57 +445,6 @@ def placement_cost(result: PlacementResult, objective: str = "runtime") -> tuple
         return 1, result.overflow
     value = result.makespan if objective == "runtime" else float(result.peak_memory.max())
     return 0, value
-
-
-def placement_lower_bound(
-    graph: Graph, devices: Devices, objective: str, *, runtimes=None
-) -> float:
-    """A value no placement and order of ``graph`` on ``devices`` can beat (A.1).
-
-    ``peak-memory``: the largest working set of one op, its output, parameters and
-    inputs, all of which are on its device while it runs (``memory.lower_bound``, the
-    single-device bound, holds on every device).
-
-    ``runtime``: the longer of a critical path and a work bound (transfers only add
-    time). With ``(n,)`` runtimes, the critical path on the fastest device and the total
-    work spread over every device at once, ``sum(runtime) / sum(speed)``. With
-    ``(n, d)`` durations ``t[v, k]``:
-
-    - Critical path: each op takes at least ``min_k t[v, k]``, and the ops of a path
-      run one after another, so the longest path under those weights is a bound.
-    - Work: device ``k`` is busy for ``L_k = sum of t[v, k]`` over its ops, and the
-      makespan ``T`` is at least every ``L_k``. So for any weights ``y >= 0`` with
-      ``sum(y) = 1``, ``T >= sum_k y_k L_k >= sum_v min_k y_k t[v, k]`` (each op pays
-      its cheapest weighted time). Uniform ``y`` gives ``sum_v min_k t[v, k] / d``.
-      ``y_k`` proportional to ``1 / sum_v t[v, k]`` suits a device that is fast on
-      every op. The bound is the larger of the two. For ``(n,)`` runtimes, ``y``
-      proportional to the speeds gives ``sum(runtime) / sum(speed)``, the bound above.
-
-    A search whose best value equals the bound has provably found an optimum.
-    """
-    check_objective(objective)
-    if objective == "peak-memory":
-        return lower_bound(graph)
-    runtime = resolve_runtimes(graph, runtimes, devices)
-    if runtime.ndim == 1:
-        before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, runtime)[1]
-        critical = float((before + runtime).max(initial=0.0)) / float(devices.speeds.max())
-        return max(critical, float(runtime.sum()) / float(devices.speeds.sum()))
-    fastest = runtime.min(axis=1)
-    before = longest_paths(graph.succ_ptr, graph.succ_idx, graph.in_degree, fastest)[1]
-    critical = float((before + fastest).max(initial=0.0))
-    totals = runtime.sum(axis=0)
-    weights = [np.full(devices.count, 1.0 / devices.count)]
-    if (totals > 0).all():
-        weights.append((1.0 / totals) / (1.0 / totals).sum())
-    work = max(float((runtime * y[None, :]).min(axis=1).sum()) for y in weights)
-    return max(critical, work)
-
-
-def meets_bound(value: float, bound: float) -> bool:
-    """Whether ``value`` reaches the lower ``bound``. Both are float sums of the same
-    terms, maybe added in another order, so a relative ``1e-9`` above it still counts."""
-    return value <= bound * (1 + 1e-9)
 
 
 def batch_costs(batch: BatchResult, objective: str = "runtime") -> tuple[np.ndarray, np.ndarray]:

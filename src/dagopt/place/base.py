@@ -17,14 +17,11 @@ import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
-from dagopt.objectives.costmodel import CostModel
+from dagopt.objectives.costmodel import CostModel, check_objective
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.placement import (
-    SimulatedCostModel,
-    check_objective,
-    meets_bound,
-    relative_speeds,
-)
+from dagopt.objectives.op_runtimes import relative_speeds
+from dagopt.objectives.placement import SimulatedCostModel
+from dagopt.objectives.placement_bounds import meets_bound
 from dagopt.progress import report
 from dagopt.registry import Registry, check_run_arguments
 

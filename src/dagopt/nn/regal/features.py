@@ -17,7 +17,7 @@ from dagopt.graph import Graph
 from dagopt.graph.paths import longest_paths
 from dagopt.nn.regal.config import REGAL_EDGE_FEATURES
 from dagopt.objectives.devices import Devices
-from dagopt.objectives.placement import op_runtimes
+from dagopt.objectives.op_runtimes import op_runtimes
 
 
 def _ratio(a, b) -> np.ndarray:

@@ -6,7 +6,7 @@ from dagopt.configs import Config
 from dagopt.errors import InputError
 from dagopt.generate.seeds import VALIDATION_SEED_BASE
 from dagopt.nn.regal import RegalConfig
-from dagopt.objectives.placement import check_objective
+from dagopt.objectives.costmodel import check_objective
 from dagopt.place.prior import check_order_prior
 
 #: The baselines a REGAL run can use (``dagopt.train.baselines``).
