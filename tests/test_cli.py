@@ -310,3 +310,18 @@ def test_python_dash_m_dagopt(tmp_path):
         [sys.executable, "-m", "dagopt", "--help"], capture_output=True, text=True, timeout=120
     )
     assert help_text.returncode == 0 and "schedule" in help_text.stdout
+
+
+def test_examples_writes_the_shipped_files_and_keeps_existing_ones(tmp_path):
+    from dagopt.data import EXAMPLE_FILES
+
+    result = dagopt("examples", "--out", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(EXAMPLE_FILES)
+    assert load(tmp_path / "small-cnn.onnx").num_nodes == 18
+    assert load(tmp_path / "tiny.json").num_nodes == 6
+    (tmp_path / "tiny.json").write_text("mine")
+    assert_user_error(dagopt("examples", "--out", tmp_path), "pass --force")
+    assert (tmp_path / "tiny.json").read_text() == "mine"
+    assert dagopt("examples", "--out", tmp_path, "--force").exit_code == 0
+    assert load(tmp_path / "tiny.json").num_nodes == 6

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import dagopt
+from dagopt.data import EXAMPLE_FILES
 from dagopt.errors import InputError
 from dagopt.models import MODEL_DIR_ENV, MODEL_FILES, model_path
 from dagopt.nn.checkpoint import load_model, model_format, save_model
@@ -112,7 +113,7 @@ def test_train_brkga_writes_to_the_current_directory(monkeypatch, tmp_path):
     assert read_tuned(tmp_path / "brkga-tuned.json", "runtime").population == 20
 
 
-def test_the_wheel_carries_the_models_and_no_training_state(tmp_path):
+def test_the_wheel_carries_the_models_and_examples_and_no_training_state(tmp_path):
     """Built as `pip wheel . --no-build-isolation` (no network): needs the setuptools of
     the test extra, which builds wheels by itself."""
     build = tmp_path / "src"  # a copy, so that building leaves no build/ in the repo
@@ -131,4 +132,5 @@ def test_the_wheel_carries_the_models_and_no_training_state(tmp_path):
     assert shipped <= names
     models = {name for name in names if name.startswith("dagopt/models/")}
     assert models == shipped | {"dagopt/models/__init__.py"}
+    assert {f"dagopt/data/{file}" for file in EXAMPLE_FILES} <= names
     assert not any(name.endswith((".png", ".csv")) or "state.pt" in name for name in names)

@@ -13,6 +13,7 @@ import typer
 from typer.core import TyperGroup
 
 from dagopt.cli.demo import demo
+from dagopt.cli.examples import examples
 from dagopt.cli.generate import generate_app
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.methods import methods
@@ -56,5 +57,6 @@ app.command()(methods)
 app.command("place")(place_command)
 app.command("evaluate-placement")(evaluate_placement)
 app.command()(demo)
+app.command()(examples)
 app.command("import")(import_model)
 app.command("export-onnx")(export_onnx)
