@@ -101,3 +101,39 @@ def test_feature_groups_switch_off_for_the_ablations():
     assert space.features(b)[:, 3:5].tolist() == [[0, 0]] * 16  # no shapes: zeros
     off = FeatureSpace.fit([a, b], FeatureGroups(fractal=False, positional=False))
     assert off.features(a).shape == (3, width - 17)
+
+
+def test_parsing_keeps_each_nodes_best_edge():
+    from dagopt.nn.hsdag.model import parse_groups
+
+    # 0-1 (0.9), 1-2 (0.2), 2-3 (0.8), 3-4 (0.1): node 1 keeps 0-1, node 2 keeps 2-3,
+    # node 4 keeps its only edge 3-4, so the groups are {0, 1} and {2, 3, 4}.
+    edges = np.array([[0, 1, 2, 3], [1, 2, 3, 4]])
+    groups = parse_groups(5, edges, np.array([0.9, 0.2, 0.8, 0.1]))
+    assert groups.tolist() == [0, 0, 1, 1, 1]
+    assert parse_groups(3, np.zeros((2, 0), dtype=np.int64), np.zeros(0)).tolist() == [0, 1, 2]
+
+
+def test_one_parsing_level_gives_several_groups_and_converging_gives_one():
+    import torch
+
+    from dagopt.nn.hsdag.model import HsdagConfig, HsdagPolicy
+
+    graph = generate_layered(150, seed=1)
+    x = torch.from_numpy(FeatureSpace.fit([graph]).features(graph))
+    edges = torch.from_numpy(np.stack(graph.edges).astype(np.int64))
+    torch.manual_seed(0)
+    one = HsdagPolicy(HsdagConfig(in_features=x.shape[1]))
+    parsing = one(x, edges)
+    assert 1 < parsing.num_groups < graph.num_nodes
+    assert parsing.logits.shape == (parsing.num_groups, 2)
+    assert sorted(set(parsing.group.tolist())) == list(range(parsing.num_groups))
+    # eq. 11: A' = X^T A X counts the edges between (and inside) groups.
+    assert parsing.adjacency.sum() == graph.num_edges
+    # The log-probability of a placement reaches the GCN and the edge-score MLP.
+    devices = torch.zeros(parsing.num_groups, dtype=torch.long)
+    torch.distributions.Categorical(logits=parsing.logits).log_prob(devices).sum().backward()
+    assert one.edge_score[0].weight.grad.abs().sum() > 0
+    assert one.gcn.lin.weight.grad.abs().sum() > 0
+    converged = HsdagPolicy(HsdagConfig(in_features=x.shape[1], parsing_levels=None))
+    assert converged(x, edges).num_groups == 1
