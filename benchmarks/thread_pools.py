@@ -27,7 +27,7 @@ torch.set_num_threads(1)
 from dagopt.generate import generate_layered
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.schedule import solve
-from dagopt.train.baselines import GreedyRolloutBaseline
+from dagopt.rl.baselines import GreedyRolloutBaseline
 from dagopt.train.ordering import PeakMemoryEnv, reinforce_loss
 
 config = EncoderConfig(dim=64, layers=3, heads_per_group=(2,) * 7, head_dim=16)

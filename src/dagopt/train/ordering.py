@@ -3,7 +3,7 @@
 Every epoch draws fresh layered graphs; each update samples one order per graph from
 the priority model (with random positional-encoding sign flips), rewards it with
 ``-peak_memory`` (``PeakMemoryEnv``) and takes a policy-gradient step against the
-configured ``dagopt.train.baselines`` baseline: by default the paper's greedy rollout
+configured ``dagopt.rl.baselines`` baseline: by default the paper's greedy rollout
 of a frozen policy, refreshed when the policy's mean greedy peak on a fixed
 validation set improves. ``model.pt`` holds the best policy on validation so far
 (the rollout baseline's policy). Each epoch's randomness derives from
@@ -28,18 +28,18 @@ from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
 from dagopt.objectives import peak_memory
-from dagopt.schedule.priority import greedy_order, ready_masks, sample_orders
-from dagopt.train import rundir
-from dagopt.train.baselines import (
+from dagopt.rl.baselines import (
     Baseline,
     ExponentialBaseline,
     GreedyRolloutBaseline,
     NoBaseline,
 )
+from dagopt.rl.reinforce import Environment, policy_gradient_loss
+from dagopt.schedule.priority import greedy_order, ready_masks, sample_orders
+from dagopt.train import rundir
 from dagopt.train.loop import Progress, Trainer, batch_slices, fit
-from dagopt.train.reinforce import Environment, policy_gradient_loss
 
-#: The baselines an ordering run can use (``dagopt.train.baselines``).
+#: The baselines an ordering run can use (``dagopt.rl.baselines``).
 ORDERING_BASELINES = ("greedy-rollout", "exponential", "none")
 
 

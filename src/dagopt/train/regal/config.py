@@ -9,7 +9,7 @@ from dagopt.nn.regal import RegalConfig
 from dagopt.objectives.costmodel import check_objective
 from dagopt.place.prior import check_order_prior
 
-#: The baselines a REGAL run can use (``dagopt.train.baselines``).
+#: The baselines a REGAL run can use (``dagopt.rl.baselines``).
 REGAL_BASELINES = ("critic", "leave-one-out", "exponential", "none")
 
 
@@ -24,7 +24,7 @@ class RegalTrainConfig(Config):
     ``entropy_weight`` adds an entropy bonus (0: the paper's plain REINFORCE).
     ``baseline`` is one of ``REGAL_BASELINES``: ``"critic"`` is the paper's learned
     ``b(G)``; ``"leave-one-out"`` the mean reward of the other ``samples_per_graph``
-    samples of the same graph (``dagopt.train.baselines``).
+    samples of the same graph (``dagopt.rl.baselines``).
     The first ``imitation_epochs`` epochs are a warm start instead of REINFORCE (beyond
     the paper; 0 turns it off): the policy's priority distributions learn to reproduce
     the orders of the best solutions of ``imitation_runs`` BRKGA runs per training graph,

@@ -34,9 +34,9 @@ from dagopt.objectives.devices import GIB, Devices
 from dagopt.place.base import PlacementProblem, cost_ratio
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, SearchOutcome, run_brkga
 from dagopt.place.prior import order_prior_keys
+from dagopt.rl.reinforce import Environment
 from dagopt.train.loop import Progress
 from dagopt.train.regal.config import RegalTrainConfig
-from dagopt.train.reinforce import Environment
 
 REFERENCE_FILE = "reference.json"
 

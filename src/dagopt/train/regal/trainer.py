@@ -35,19 +35,19 @@ from dagopt.nn.regal import (
     sample_actions,
     split_action,
 )
-from dagopt.train import rundir
-from dagopt.train.baselines import (
+from dagopt.rl.baselines import (
     Baseline,
     CriticBaseline,
     ExponentialBaseline,
     LeaveOneOutBaseline,
     NoBaseline,
 )
+from dagopt.rl.reinforce import policy_gradient_loss
+from dagopt.train import rundir
 from dagopt.train.loop import Progress, Trainer, batch_slices, fit
 from dagopt.train.regal.config import RegalTrainConfig
 from dagopt.train.regal.episodes import BrkgaEnv, TrainingGraph, graph_set, references
 from dagopt.train.regal.imitation import ImitationTarget, imitation_step, imitation_targets
-from dagopt.train.reinforce import policy_gradient_loss
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class RegalEpoch:
 
 
 def make_baseline(config: RegalTrainConfig) -> Baseline:
-    """The run's ``dagopt.train.baselines`` object (``RegalTrainConfig.baseline``)."""
+    """The run's ``dagopt.rl.baselines`` object (``RegalTrainConfig.baseline``)."""
     if config.baseline == "critic":
         return CriticBaseline(RegalBaseline(config.policy), lambda inputs: inputs)
     if config.baseline == "leave-one-out":

@@ -4,7 +4,7 @@
 for a batch of episodes, whatever the policy and the action. The reward comes from an
 ``Environment`` (peak memory of an order, BRKGA's result with a policy's mutant
 distributions, a placement's latency); the baseline ``b`` from a
-``dagopt.train.baselines.Baseline`` object.
+``dagopt.rl.baselines.Baseline`` object.
 """
 
 from abc import ABC, abstractmethod
