@@ -157,6 +157,7 @@ PLACERS = Registry(
         "dagopt.place.regal",
         "dagopt.place.tuning",
         "dagopt.place.cpsat",
+        "dagopt.place.hsdag",
     ),
 )
 #: Decorator adding a placer: ``@register_placer(name, summary, options)``.

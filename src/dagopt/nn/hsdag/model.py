@@ -6,7 +6,7 @@
 - graph parsing (eq. 9-10, Graph Parsing Networks, ref. [26]): every node keeps its
   highest-scoring incident edge; the connected components of the kept edges are the
   groups, ``X`` the ``(|V|, |V'|)`` assignment of nodes to groups;
-- pooling: a group's embedding is the sum of its members' embeddings, each weighted by
+- pooling: a group's embedding is the mean of its members' embeddings, each weighted by
   its kept edge's score (1 for a node without edges), so that the scores get gradients
   as in GPN; the pooled adjacency is ``A' = X^T A X`` (eq. 11);
 - an MLP gives each group a softmax over the devices (section 2.5); an op gets its
@@ -70,6 +70,13 @@ class Parsing:
     def num_groups(self) -> int:
         return int(self.logits.shape[0])
 
+    def state(self) -> torch.Tensor:
+        """The next step's ``memory`` (section 2.5, ``Z_v = Z_v + Z_v'``): every op's
+        group embedding of this step, without gradient. The next step adds it to the
+        op's fresh GCN embedding; adding it to the previous sum instead would feed each
+        step's groups back into the next (``Z'`` averages ``Z``) and grow without bound."""
+        return self.pooled.detach()[torch.from_numpy(self.group)]
+
 
 def parse_groups(num_nodes: int, edge_index: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Eq. 9-10: every node keeps its highest-scoring incident edge (either direction;
@@ -98,11 +105,17 @@ class HsdagPolicy(nn.Module):
         self.edge_score = mlp(config.hidden, config.hidden, 1, 2)
         self.place = mlp(config.hidden, config.hidden, config.num_devices, 2)
 
-    def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> Parsing:
+    def forward(
+        self, x: torch.Tensor, edge_index: torch.Tensor, memory: torch.Tensor | None = None
+    ) -> Parsing:
         """Parse the graph of ``x`` ``(n, in_features)`` and ``edge_index`` ``(2, E)``
-        and score devices per group."""
+        and score devices per group. ``memory`` ``(n, hidden)`` is added to the GCN's
+        embeddings: the state update ``Z_v = Z_v + Z_v'`` of section 2.5, which carries
+        the previous steps' group embeddings (``Parsing.state``)."""
         both = torch.cat([edge_index, edge_index.flip(0)], dim=1)
         z = torch.relu(self.gcn(x, both))
+        if memory is not None:
+            z = z + memory
         group = np.arange(x.shape[0])
         levels = self.config.parsing_levels
         level, edges = 0, edge_index
@@ -117,7 +130,8 @@ class HsdagPolicy(nn.Module):
             weight = torch.where(touched, best, torch.ones_like(best))
             count = int(labels.max(initial=-1)) + 1
             assign = torch.from_numpy(labels)
-            z = torch.zeros(count, z.shape[1]).index_add(0, assign, z * weight[:, None])
+            size = torch.bincount(assign, minlength=count).clamp_min(1)[:, None]
+            z = torch.zeros(count, z.shape[1]).index_add(0, assign, z * weight[:, None]) / size
             group = labels[group]
             merged = assign[edges]
             edges = torch.unique(merged[:, merged[0] != merged[1]], dim=1)
