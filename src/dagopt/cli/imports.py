@@ -7,10 +7,13 @@ import numpy as np
 import typer
 
 from dagopt.cli.output import check_output, console, fmt_mem
+from dagopt.errors import InputError
 from dagopt.io import read_order, write_graph_json
 from dagopt.objectives import peak_memory
 
-ModelArg = Annotated[Path, typer.Argument(metavar="MODEL", help="ONNX model file (.onnx).")]
+ModelArg = Annotated[
+    Path, typer.Argument(metavar="MODEL", help="ONNX model (.onnx) or OpenVINO IR (.xml).")
+]
 
 
 def import_model(
@@ -30,17 +33,28 @@ def import_model(
         ),
     ] = None,
 ) -> None:
-    """Import an ONNX MODEL as a graph file whose node list keeps the model's node order."""
+    """Import an ONNX model or an OpenVINO IR (.xml) as a graph file whose node list keeps
+    the model's node order."""
     check_output(out, model)
-    from dagopt.io.onnx import read_onnx
+    if model.suffix.lower() == ".xml":
+        if assume_size is not None:
+            raise InputError(
+                "--assume-size applies to ONNX models; OpenVINO IRs need static shapes"
+            )
+        from dagopt.io.openvino import read_openvino
 
-    onnx_graph = read_onnx(model, assume_size=assume_size)
-    graph = onnx_graph.graph
+        graph = read_openvino(model)
+        param_bytes = float(graph.param_mem.sum())
+    else:
+        from dagopt.io.onnx import read_onnx
+
+        onnx_graph = read_onnx(model, assume_size=assume_size)
+        graph, param_bytes = onnx_graph.graph, onnx_graph.param_bytes
     path = write_graph_json(graph, out)
     peak = peak_memory(graph, np.arange(graph.num_nodes), keep_outputs=True)
     console.print(
         f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges} edges, "
-        f"parameters {fmt_mem(onnx_graph.param_bytes)} bytes, "
+        f"parameters {fmt_mem(param_bytes)} bytes, "
         f"file-order peak {fmt_mem(peak)} (outputs kept); wrote {path}",
         markup=False,
     )

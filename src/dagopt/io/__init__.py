@@ -19,10 +19,18 @@ def _read_onnx_graph(path: Path) -> Graph:
     return read_onnx(path).graph
 
 
+def _read_openvino_graph(path: Path) -> Graph:
+    """The ``Graph`` of an OpenVINO IR (``dagopt.io.openvino``, imported on first use)."""
+    from dagopt.io.openvino import read_openvino
+
+    return read_openvino(path)
+
+
 READERS: dict[str, Callable[[Path], Graph]] = {
     ".json": read_graph_json,
     ".onnx": _read_onnx_graph,
     ".npz": read_tpugraphs_graph,
+    ".xml": _read_openvino_graph,
 }
 
 

@@ -15,10 +15,8 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from dagopt.graph import Graph
+from dagopt.io.openvino import SHAPE_KEY
 from dagopt.resources import check_fits
-
-#: The node data key of an op's output shape, padded with zeros to one length.
-SHAPE_KEY = "output_shape"
 
 
 def fractal_dimension(graph: Graph) -> np.ndarray:
