@@ -105,20 +105,28 @@ def _flops(op: Any) -> float:
     return 0.0
 
 
-def graph_from_openvino(model: Any, *, name: str | None = None) -> Graph:
-    """The ``Graph`` of an ``openvino.Model`` (module docstring)."""
-    ops = list(model.get_ordered_ops())
+def placeable_ops(model: Any) -> tuple[list[Any], list[Any]]:
+    """The ops of ``model`` that become graph nodes, in the graph's node order, and its
+    constant ops (module docstring), both in OpenVINO's topological order."""
     constant: set[int] = set()
-    kept: list[Any] = []
-    for op in ops:
+    kept, folded = [], []
+    for op in model.get_ordered_ops():
         sources = [i.get_source_output().get_node() for i in op.inputs()]
         is_constant = op.get_type_name() == "Constant" or (
             sources and all(id(s) in constant for s in sources)
         )
         if is_constant and op.get_type_name() not in ("Parameter", "Result"):
             constant.add(id(op))
+            folded.append(op)
         else:
             kept.append(op)
+    return kept, folded
+
+
+def graph_from_openvino(model: Any, *, name: str | None = None) -> Graph:
+    """The ``Graph`` of an ``openvino.Model`` (module docstring)."""
+    kept, folded = placeable_ops(model)
+    constant = {id(op) for op in folded}
     index = {id(op): v for v, op in enumerate(kept)}
     n = len(kept)
     mem, param, flops = np.zeros(n), np.zeros(n), np.zeros(n)
