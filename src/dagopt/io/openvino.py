@@ -60,8 +60,14 @@ def read_openvino(path: str | os.PathLike) -> Graph:
 
 def convert_openvino(source: Any, **options: Any) -> Any:
     """``openvino.convert_model(source, **options)``: an ``openvino.Model`` from an ONNX
-    file, a PyTorch module (with ``example_input=``) or what else OpenVINO converts."""
+    file, a PyTorch module (with ``example_input=``) or what else OpenVINO converts.
+    Given ``example_input`` (a tensor or a tuple of them) and no ``input``, the inputs
+    get the example's static shapes (OpenVINO would leave them dynamic)."""
     ov = _openvino()
+    example = options.get("example_input")
+    if example is not None and "input" not in options:
+        tensors = example if isinstance(example, tuple | list) else (example,)
+        options["input"] = [ov.PartialShape(list(t.shape)) for t in tensors]
     try:
         return ov.convert_model(source, **options)
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
