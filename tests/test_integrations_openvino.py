@@ -36,7 +36,7 @@ def test_a_placement_is_timed_by_the_papers_protocol(latency):
     assert evaluation.feasible and evaluation.samples.shape == (10,)
     assert evaluation.makespan == pytest.approx(evaluation.samples[-5:].mean())
     assert evaluation.peak_memory is None and latency.lower_bound("runtime") is None
-    with pytest.raises(InputError, match="a device in 0..1"):
+    with pytest.raises(InputError, match=r"a device in 0\.\.1"):
         latency.evaluate(np.full(n, 2), None, "runtime")
     with pytest.raises(InputError, match="runtime objective only"):
         latency.evaluate(np.zeros(n, dtype=np.int64), None, "peak-memory")
@@ -51,5 +51,5 @@ def test_hsdag_places_through_measured_latency(latency):
 
 
 def test_an_unknown_device_is_an_input_error(latency):
-    with pytest.raises(InputError, match="no OpenVINO device 'GPU.7'"):
+    with pytest.raises(InputError, match=r"no OpenVINO device 'GPU\.7'"):
         OpenVinoLatency(latency.model, ["CPU", "GPU.7"], core=latency.core)
