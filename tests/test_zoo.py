@@ -190,3 +190,28 @@ def test_zoo_flops_equal_flop_counter_mode(tmp_path, name, mode):
             module.train()
             module(*inputs).sum().backward()
     assert graph.node_data["flops"].sum() == counter.get_total_flops() > 0
+
+
+def test_inception_v3_has_the_published_layers():
+    """Inception-V3 without the auxiliary classifier: torchvision's 23,834,568 weights,
+    17 stem and module stages, 94 convolutions, logits for a small or the full input."""
+    import torch
+
+    module, (image,) = get_model("inception-v3").build("small")
+    assert sum(p.numel() for p in module.parameters()) == 23_834_568
+    assert sum(isinstance(m, torch.nn.Conv2d) for m in module.modules()) == 94
+    with torch.no_grad():
+        assert module(image).shape == (1, 1000)
+    assert get_model("inception-v3").inputs == {"small": "149x149 px", "large": "299x299 px"}
+
+
+@pytest.mark.slow
+def test_paper_004_graphs_have_openvinos_op_counts():
+    """OpenVINO 2026 reads Inception-V3 at 299 px as 316 ops (218 of them not constant)."""
+    pytest.importorskip("openvino")
+    from dagopt.io.openvino import convert_openvino, graph_from_openvino
+
+    module, inputs = get_model("inception-v3").build("large")
+    model = convert_openvino(module, example_input=inputs)
+    assert len(model.get_ordered_ops()) == 316
+    assert graph_from_openvino(model).num_nodes == 218

@@ -1,7 +1,8 @@
 """The model zoo catalogue: real architectures from ``transformers`` configs, random weights.
 
 Every entry builds its model from a ``transformers`` config class (the library's
-defaults for the named checkpoint unless its description says otherwise) with
+defaults for the named checkpoint unless its description says otherwise; Inception-V3,
+which ``transformers`` lacks, from ``dagopt.zoo.inception``) with
 weights drawn after ``torch.manual_seed(0)``: nothing is downloaded. The model is
 wrapped so that its forward takes tensors only and returns one tensor. Attention runs
 ``attn_implementation="eager"``, so the attention scores and probabilities are graph
@@ -211,6 +212,16 @@ def _resnet(size: str) -> Built:
     return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
+#: Inception-V3: 299 px as published; 149 px is a small input its grid reductions take.
+INCEPTION_SIDE = {"small": 149, "large": 299}
+
+
+def _inception(size: str) -> Built:
+    from dagopt.zoo.inception import inception_v3
+
+    return inception_v3(), (_image(INCEPTION_SIDE[size]),)
+
+
 def _convnext(size: str) -> Built:
     from transformers import ConvNextConfig, ConvNextForImageClassification
 
@@ -301,6 +312,14 @@ MODELS: tuple[ZooModel, ...] = (
         " logits",
         _images(),
         _resnet,
+    ),
+    ZooModel(
+        "inception-v3",
+        "cnn",
+        "Inception-V3 (Szegedy et al. 2016) from its published layer configuration"
+        " (dagopt.zoo.inception), without the auxiliary classifier; logits",
+        _images(INCEPTION_SIDE),
+        _inception,
     ),
     ZooModel(
         "convnext-tiny",
