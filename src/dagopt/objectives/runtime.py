@@ -4,10 +4,11 @@ Paper 003 takes each op's runtime from a simulator (A.1); dagopt estimates it fr
 FLOPs and bytes with a roofline: an op takes as long as the slower of its compute and
 its memory traffic on one device,
 
-    runtime(v) = max(flops(v) / peak_flops, bytes(v) / bandwidth)
+    runtime(v) = launch + max(flops(v) / peak_flops, bytes(v) / bandwidth)
     bytes(v)   = mem(v) + param_mem(v) + sum(mem(u) for u in preds(v))
 
-(output written, parameters and inputs read once). Synthetic graphs draw runtimes from
+(output written, parameters and inputs read once; ``launch`` is a fixed cost per op, a
+kernel launch or a dispatch, 0 by default). Synthetic graphs draw runtimes from
 a seeded distribution instead (``dagopt.generate.placement``).
 """
 
@@ -26,9 +27,11 @@ def _bytes_moved(graph: Graph) -> np.ndarray:
     return graph.mem + graph.param_mem + inputs
 
 
-def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> np.ndarray:
+def estimate_runtimes(
+    graph: Graph, *, peak_flops: float, bandwidth: float, launch: float = 0.0
+) -> np.ndarray:
     """Seconds per op on one device by the roofline above (``peak_flops`` in FLOP/s,
-    ``bandwidth`` in bytes/s).
+    ``bandwidth`` in bytes/s, ``launch`` in seconds).
 
     FLOPs come from ``graph.node_data["flops"]``, which the PyTorch and ONNX importers
     record (``torch.utils.flop_counter``'s formulas: matrix products, convolutions,
@@ -40,6 +43,8 @@ def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> n
     for what, value in (("peak_flops", peak_flops), ("bandwidth", bandwidth)):
         if not (math.isfinite(value) and value > 0):
             raise InputError(f"{what} must be finite and > 0, got {value}")
+    if not (math.isfinite(launch) and launch >= 0):
+        raise InputError(f"launch must be finite and >= 0 seconds, got {launch}")
     seconds = _bytes_moved(graph) / bandwidth
     flops = graph.node_data.get("flops")
     if flops is not None:
@@ -50,4 +55,4 @@ def estimate_runtimes(graph: Graph, *, peak_flops: float, bandwidth: float) -> n
             v = int(bad[0])
             raise InputError(f"node {graph.names[v]!r} has invalid flops {flops[v]} (finite, >= 0)")
         seconds = np.maximum(seconds, flops / peak_flops)
-    return seconds
+    return launch + seconds

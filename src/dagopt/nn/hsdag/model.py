@@ -57,18 +57,26 @@ class HsdagConfig(Config):
 @dataclass(frozen=True)
 class Parsing:
     """One policy pass: ``group[v]`` of every op, the groups' pooled embeddings
-    ``(groups, hidden)``, their device logits ``(groups, num_devices)``, the pooled
-    adjacency ``(groups, groups)`` of eq. 11 and the edge scores of eq. 7."""
+    ``(groups, hidden)``, their device logits ``(groups, num_devices)``, the edge scores
+    of eq. 7 (of the last parsing) and the graph's edges (``adjacency`` gives eq. 11)."""
 
     group: np.ndarray
     pooled: torch.Tensor
     logits: torch.Tensor
-    adjacency: torch.Tensor
     edge_scores: torch.Tensor
+    edge_index: torch.Tensor
 
     @property
     def num_groups(self) -> int:
         return int(self.logits.shape[0])
+
+    @property
+    def adjacency(self) -> torch.Tensor:
+        """``A' = X^T A X`` (eq. 11), ``(groups, groups)``: edges between and inside groups."""
+        group = torch.from_numpy(self.group)
+        pooled = torch.zeros(self.num_groups, self.num_groups)
+        ends = group[self.edge_index]
+        return pooled.index_put_((ends[0], ends[1]), torch.ones(ends.shape[1]), accumulate=True)
 
     def state(self) -> torch.Tensor:
         """The next step's ``memory`` (section 2.5, ``Z_v = Z_v + Z_v'``): every op's
@@ -138,15 +146,10 @@ class HsdagPolicy(nn.Module):
             level += 1
             if count == len(weight) or edges.shape[1] == 0:
                 break
-        n = x.shape[0]
-        members = torch.zeros(n, int(group.max(initial=-1)) + 1)
-        members[torch.arange(n), torch.from_numpy(group)] = 1.0
-        adjacency = torch.zeros(n, n)
-        adjacency[edge_index[0], edge_index[1]] = 1.0
         return Parsing(
             group=group,
             pooled=z,
             logits=self.place(z),
-            adjacency=members.T @ adjacency @ members,
             edge_scores=scores,
+            edge_index=edge_index,
         )
