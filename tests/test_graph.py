@@ -59,6 +59,23 @@ def test_duplicate_names_rejected():
         Graph(2, [], [], mem=[1, 1], names=["x", "x"])
 
 
+def test_ids_equal_as_text_rejected():
+    """Placement files key nodes by ``str(id)``: ``1`` and ``"1"`` could not be told apart."""
+    with pytest.raises(GraphError, match="node ids 1 and '1' are the same as text"):
+        Graph(3, [], [], mem=[1, 1, 1], names=[1, "x", "1"])
+    assert Graph(2, [], [], mem=[1, 1], names=[1, "01"]).names == (1, "01")
+
+
+def test_sizes_whose_total_overflows_rejected():
+    """Every peak is at most ``sum(mem) + max(param_mem)``; past the float range it would
+    be infinite."""
+    with pytest.raises(GraphError, match="sizes too large"):
+        Graph(2, [0], [1], mem=[1e308, 1e308])
+    with pytest.raises(GraphError, match="sizes too large"):
+        Graph(1, [], [], mem=[1.7e308], param_mem=[1e308])
+    assert Graph(2, [0], [1], mem=[1e307, 1e307]).mem.sum() == 2e307
+
+
 @settings(max_examples=60, deadline=None)
 @given(dags(max_nodes=12))
 def test_closure_and_reduction_match_networkx(g):

@@ -1,12 +1,14 @@
 """Graph and order files: node-link round trips, networkx interchange, atomic writes."""
 
 import json
+import math
 
 import networkx as nx
 import numpy as np
 import pytest
 
 import dagopt.io.atomic
+from dagopt.errors import GraphError, InputError
 from dagopt.graph import Graph
 from dagopt.io import load, read_graph_json, read_order, write_graph_json, write_order
 from dagopt.io.json import graph_from_node_link
@@ -103,6 +105,56 @@ def test_only_numeric_data_every_node_or_edge_has_is_kept():
     np.testing.assert_array_equal(graph.edge_data["w"], [2, 3])
 
 
+def test_non_finite_attribute_is_an_error_not_dropped():
+    """A NaN runtime would otherwise vanish and read as "no runtime attribute"."""
+    nodes = [{"id": "a", "mem": 1, "runtime": 1.0}, {"id": "b", "mem": 1, "runtime": math.nan}]
+    with pytest.raises(GraphError, match="node 'b' has a non-finite 'runtime': nan"):
+        graph_from_node_link({"nodes": nodes, "edges": []})
+    edges = [{"source": "a", "target": "b", "w": [1.0, math.inf]}]
+    with pytest.raises(GraphError, match="edge 'a' -> 'b' has a non-finite 'w': inf"):
+        plain = [nodes[0], {"id": "b", "mem": 1}]
+        graph_from_node_link({"nodes": plain, "edges": edges})
+
+
+@pytest.mark.parametrize(
+    ("node", "fragment"),
+    [
+        ({"id": "a", "mem": 10**400}, "node 'a': 'mem' is too large"),
+        ({"id": "a", "mem": 1, "param_mem": -(10**400)}, "'param_mem' is too large"),
+        ({"id": "a", "mem": 1, "flops": 10**400}, "node 'a': 'flops' is too large"),
+        ({"id": "a", "mem": 1, "vec": [1, 10**400]}, "node 'a': 'vec' is too large"),
+    ],
+)
+def test_integers_beyond_the_float_range_are_input_errors(node, fragment):
+    with pytest.raises(InputError, match=fragment):
+        graph_from_node_link({"nodes": [node], "edges": []})
+
+
+@pytest.mark.parametrize("end", [["a"], {"id": "a"}, 1.5, None, True])
+def test_edge_end_that_is_no_node_id_is_an_input_error(end):
+    nodes = [{"id": "a", "mem": 1}, {"id": "b", "mem": 1}]
+    with pytest.raises(InputError, match="edge #0: source: node id must be an integer or a string"):
+        graph_from_node_link({"nodes": nodes, "edges": [{"source": end, "target": "b"}]})
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+        ('{"nodes": [{"id": "a", "mem": ' + "9" * 5000 + "}]}", "unreadable JSON number"),
+        (b"\xff\xfe{}", "not UTF-8"),
+    ],
+)
+def test_json_files_python_cannot_parse_are_input_errors(text, fragment, tmp_path):
+    path = tmp_path / "g.json"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    with pytest.raises(InputError, match=fragment):
+        read_graph_json(path)
+
+
 def test_networkx_attributes_become_graph_data():
     g = nx.DiGraph()
     g.add_node("x", mem=1, emb=np.array([0.5, 1.5]))
@@ -143,6 +195,35 @@ def test_order_file_round_trip(graph, tmp_path):
     np.testing.assert_array_equal(back.order, order)
     assert (back.graph, back.method) == ("sample", "handmade")
     assert (back.peak_memory, back.seconds, back.proved_optimal) == (peak, 0.25, False)
+
+
+@pytest.mark.parametrize("entry", [["a"], {"a": 1}, None, 2.5])
+def test_order_entry_that_is_no_node_id_is_an_input_error(graph, entry, tmp_path):
+    path = tmp_path / "order.json"
+    path.write_text(json.dumps({"order": [entry, *graph.names[1:]]}))
+    with pytest.raises(InputError, match="is not a node id"):
+        read_order(path, graph)
+
+
+@pytest.mark.parametrize("recorded", ["9" * 400, "1e999", '"big"', "true", "NaN"])
+def test_recorded_peak_that_is_no_finite_number_reads_as_none(graph, recorded, tmp_path):
+    path = tmp_path / "order.json"
+    order = json.dumps([graph.names[v] for v in graph.topological_order.tolist()])
+    path.write_text(f'{{"order": {order}, "peak_memory": {recorded}, "seconds": {recorded}}}')
+    back = read_order(path, graph)
+    assert back.peak_memory is None and back.seconds is None
+
+
+def test_atomic_write_names_a_directory_or_file_in_the_way(graph, tmp_path):
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(IsADirectoryError, match="is a directory") as err:
+        write_graph_json(graph, tmp_path / "folder")
+    assert err.value.filename == str(tmp_path / "folder")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotADirectoryError, match="is a file") as err:
+        write_graph_json(graph, tmp_path / "file" / "sub" / "g.json")
+    assert err.value.filename == str(tmp_path / "file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "folder"]
 
 
 def test_atomic_write_leaves_no_temp_file(graph, tmp_path):

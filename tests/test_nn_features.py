@@ -6,11 +6,12 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from dagopt import Graph
+from dagopt import Graph, SolverError
 from dagopt.generate import generate_layered
 from dagopt.nn import (
     FEATURE_NAMES,
     MASK_NAMES,
+    attention_bias,
     graph_inputs,
     laplacian_pe,
     node_features,
@@ -157,3 +158,35 @@ def test_graph_inputs_shapes_and_sign_flip():
     assert (signs == -1).any() and (signs == 1).any()
     torch.testing.assert_close(flipped.x[:, 8:], plain.x[:, 8:] * signs)
     assert torch.equal(flipped.masks, plain.masks)
+
+
+# ------------------------------------------------------------------------------ memory guards
+@pytest.fixture
+def little_memory(monkeypatch):
+    """8 MB available: the dense arrays of a few hundred nodes no longer fit."""
+    import dagopt.resources
+
+    monkeypatch.setattr(dagopt.resources, "available_bytes", lambda: 8e6)
+
+
+def test_masks_too_large_for_memory_raise_before_allocating(little_memory):
+    with pytest.raises(SolverError, match="Topoformer masks of 1,000 nodes") as err:
+        topological_masks(generate_layered(1000, seed=0))
+    assert "graphs of up to about 676 nodes fit" in str(err.value)  # sqrt(0.8 * 8e6 / 14)
+    assert topological_masks(generate_layered(300, seed=0)).shape == (7, 300, 300)
+
+
+def test_attention_bias_too_large_for_memory_raises(little_memory):
+    masks = torch.zeros((7, 600, 600), dtype=torch.bool)
+    with pytest.raises(SolverError, match="attention bias of 600 nodes"):
+        attention_bias(masks, torch.float32)
+    assert attention_bias(masks[:, :300, :300], torch.float32).shape == (7, 300, 300)
+
+
+def test_dense_pe_of_many_components_too_large_for_memory_raises(little_memory):
+    """Isolated nodes are components of their own: the encodings then need a dense
+    eigendecomposition of the whole Laplacian."""
+    isolated = Graph(1000, [0], [1], mem=np.ones(1000))
+    with pytest.raises(SolverError, match="Laplacian positional encodings of 1,000 nodes"):
+        laplacian_pe(isolated)
+    assert laplacian_pe(Graph(300, [0], [1], mem=np.ones(300))).shape == (300, 20)

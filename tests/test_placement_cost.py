@@ -338,6 +338,26 @@ def test_empty_graph():
     assert r.makespan == 0 and list(r.peak_memory) == [0, 0] and r.feasible
 
 
+def test_empty_graph_needs_no_runtime_attribute():
+    """A node-link file without nodes has no attributes at all, so no ``runtime`` either."""
+    assert simulate(Graph(0, [], [], mem=[]), Devices(), [], []).makespan == 0
+
+
+@pytest.mark.parametrize(
+    ("runtime", "devices"),
+    [
+        ([1e308, 1e308], Devices()),  # the ops' total overflows
+        ([1.0, 1.0], Devices.homogeneous(2, speed=1e-310)),  # runtime / speed overflows
+        ([1.0, 1.0], Devices.homogeneous(2, bandwidth=1e-320)),  # 1 / bandwidth overflows
+    ],
+    ids=["huge-runtimes", "tiny-speed", "tiny-bandwidth"],
+)
+def test_makespan_that_could_be_infinite_is_an_input_error(runtime, devices):
+    g = simple_graph(2, [(0, 1)], mem=[1, 1], runtime=runtime)
+    with pytest.raises(InputError, match="the makespan could be infinite"):
+        simulate(g, devices, [0, 1], [0, 1])
+
+
 # ------------------------------------------------------------------------ bad inputs
 @pytest.fixture
 def chain():

@@ -12,6 +12,7 @@ the key. ``Config.to_dict`` is its inverse (tuples become lists).
 import dataclasses
 import json
 import os
+import reprlib
 import types
 import typing
 from pathlib import Path
@@ -82,7 +83,8 @@ def _convert(hint: Any, value: Any, what: str, name: str) -> Any:
             except InputError:
                 continue
         wanted = " or ".join(_describe(option) for option in options)
-        raise InputError(f"{what} must be {wanted}, got {_type_name(value)} {value!r}")
+        shown = reprlib.repr(value)
+        raise InputError(f"{what} must be {wanted}, got {_type_name(value)} {shown}")
     if hint is type(None):
         if value is not None:
             raise InputError(f"{what} must be null, got {_type_name(value)}")
@@ -100,13 +102,26 @@ def _convert(hint: Any, value: Any, what: str, name: str) -> Any:
         return dict(value)
     if hint is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise InputError(f"{what} must be a number, got {_type_name(value)} {value!r}")
-        return float(value)
+            shown = reprlib.repr(value)
+            raise InputError(f"{what} must be a number, got {_type_name(value)} {shown}")
+        try:
+            return float(value)
+        except OverflowError:
+            raise InputError(f"{what} is too large (an integer beyond 1.8e308)") from None
     if hint in (int, bool, str) and (
         not isinstance(value, hint) or (hint is int and isinstance(value, bool))
     ):
-        raise InputError(f"{what} must be {hint.__name__}, got {_type_name(value)} {value!r}")
+        shown = reprlib.repr(value)
+        raise InputError(f"{what} must be {hint.__name__}, got {_type_name(value)} {shown}")
     return value
+
+
+def check_option(name: str, value: Any, hint: Any) -> Any:
+    """``value`` of a solver option ``name`` checked against the annotation ``hint``
+    (``int``, ``float``, ``str``, ``int | None``...), as ``Config.from_dict`` checks a
+    field: a one-line ``InputError`` for a value of the wrong type, such as the text
+    ``--set concentration=x`` passes on."""
+    return _convert(hint, value, f"option {name!r}", name)
 
 
 def read_config(path: str | os.PathLike, config_type: type[ConfigT]) -> ConfigT:
@@ -117,9 +132,14 @@ def read_config(path: str | os.PathLike, config_type: type[ConfigT]) -> ConfigT:
         data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise InputError(f"{file}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        reason = "not JSON text" if isinstance(exc, UnicodeDecodeError) else exc
-        raise InputError(f"{file}: cannot read config ({reason})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{file}: cannot read config (not JSON text)") from None
+    except RecursionError:
+        raise InputError(f"{file}: cannot read config (JSON nested too deeply)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{file}: cannot read config ({exc})") from None
+    except ValueError as exc:  # an integer past int's digit limit
+        raise InputError(f"{file}: cannot read config ({str(exc).split(':')[0]})") from None
     try:
         return config_type.from_dict(data)
     except InputError as exc:

@@ -5,6 +5,7 @@ what it needs, what is available and what would fit, instead of dying in the
 allocator (``MemoryError``) or being killed by the kernel.
 """
 
+import math
 import os
 
 from dagopt.errors import SolverError
@@ -33,3 +34,15 @@ def check_fits(needed: float, what: str, advice: str) -> None:
             f"{what} needs about {needed / GIB:.3g} GiB, {available / GIB:.3g} GiB is "
             f"available; {advice}"
         )
+
+
+def check_pairs_fit(num_nodes: int, bytes_per_pair: float, what: str, alternative: str) -> None:
+    """``check_fits`` for dense ``(n, n)`` arrays that take ``bytes_per_pair`` bytes per
+    ordered node pair in all; the advice names the largest node count that fits now and
+    ``alternative`` (what to do for larger graphs)."""
+    largest = math.isqrt(int(0.8 * available_bytes() / bytes_per_pair))
+    check_fits(
+        bytes_per_pair * float(num_nodes) ** 2,
+        what,
+        f"graphs of up to about {largest:,} nodes fit; {alternative}",
+    )

@@ -23,7 +23,7 @@ DEMO_TIME_LIMIT = 10.0
 
 def demo(
     nodes: Annotated[int, typer.Option("--nodes", "-n", min=1, help="Nodes of the graph.")] = 60,
-    seed: Annotated[int, typer.Option(help="Seed of the graph and of random methods.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the graph and of random methods.")] = 0,
 ) -> None:
     """Generate a layered graph and compare the peak memory of several ordering methods."""
     graph = generate_layered(nodes, seed=seed, name=f"layered-{nodes}-s{seed}")

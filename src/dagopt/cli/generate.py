@@ -38,7 +38,7 @@ def _write_family(family: str, count: int, seed: int, out: Path, make) -> None:
 
 
 CountOpt = Annotated[int, typer.Option("--count", "-c", min=1, help="Number of graphs.")]
-SeedOpt = Annotated[int, typer.Option(help="Seed of the first graph; graph k uses seed+k.")]
+SeedOpt = Annotated[int, typer.Option(min=0, help="Seed of the first graph; graph k uses seed+k.")]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory.")]
 
 

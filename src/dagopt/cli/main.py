@@ -1,15 +1,19 @@
 """The ``dagopt`` application: wires the commands together and turns user errors into exit 2.
 
-Every ``DagoptError`` (bad file, cyclic graph, unknown method...) and every OS error
-(missing or unwritable file) raised by a command is printed as one line
-``error: <message>`` on stderr and exits with status 2, like typer's usage errors.
-Ctrl-C prints ``error: interrupted`` and exits 130 (128 + SIGINT), as a shell does;
-outputs are written atomically, so an interrupted command leaves no partial file.
+Every ``DagoptError`` (bad file, cyclic graph, unknown method...), every OS error
+(missing or unwritable file) and every usage error (unknown option, a value out of
+range, a missing argument) is printed as one line ``error: <message>`` on stderr and
+exits with status 2; only a bare group (``dagopt``, ``dagopt train``) prints its help.
+Running out of memory (a request the memory guards of ``dagopt.resources`` did not
+foresee) is one line and exit 2 as well. Ctrl-C prints ``error: interrupted`` and exits
+130 (128 + SIGINT), as a shell does; outputs are written atomically, so an interrupted
+command leaves no partial file.
 """
 
 from typing import Any
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from dagopt.cli.demo import demo
@@ -25,17 +29,47 @@ from dagopt.cli.zoo import zoo_app
 from dagopt.errors import DagoptError
 
 
+def _usage_error(exc: UsageError) -> typer.Exit:
+    """A usage error as one ``error:`` line naming the command's help, instead of typer's
+    multi-line panel. (typer >= 0.29 raises its own copy of click's exceptions.)"""
+    message = exc.format_message().rstrip(".")
+    if exc.ctx is not None:
+        message += f"; see '{exc.ctx.command_path} --help'"
+    return fail(message, exc.exit_code)
+
+
 class _UserErrorGroup(TyperGroup):
-    """Root command group that reports user errors in one line instead of a traceback."""
+    """Root command group that reports user errors in one line instead of a traceback.
+
+    Usage errors of the root (``dagopt --bogus``) arise in ``make_context``, those of
+    the commands (a bad option value) in ``invoke``, which parses the subcommand's
+    arguments; both become one line. ``NoArgsIsHelpError`` (a group run without a
+    command) keeps printing the help."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            raise _usage_error(exc) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except NoArgsIsHelpError:
+            raise
+        except UsageError as exc:
+            raise _usage_error(exc) from None
         except DagoptError as exc:
             raise fail(str(exc)) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise fail(f"{where}{exc.strerror or exc}") from None
+        except MemoryError:
+            raise fail(
+                "out of memory; try a smaller graph, fewer graphs or a cheaper method"
+            ) from None
         except KeyboardInterrupt:
             raise fail("interrupted", INTERRUPTED_EXIT) from None
 

@@ -22,7 +22,15 @@ from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
-DevicesOpt = Annotated[int, typer.Option("--devices", "-d", min=1, help="Number of devices.")]
+#: The most devices ``--devices`` takes (a guard against a mistyped count: every device
+#: adds a gene per op to the searches and a column to the cost model's arrays).
+MAX_DEVICES = 1024
+DevicesOpt = Annotated[
+    int,
+    typer.Option(
+        "--devices", "-d", min=1, max=MAX_DEVICES, help=f"Number of devices (1..{MAX_DEVICES})."
+    ),
+]
 MemoryOpt = Annotated[
     float, typer.Option("--memory-gib", min=0, help="Memory of each device, GiB.")
 ]
@@ -74,7 +82,7 @@ def _runtimes(graph: Graph, estimate: bool, peak_flops: float, mem_bandwidth: fl
         from dagopt.objectives.runtime import estimate_runtimes
 
         return estimate_runtimes(graph, peak_flops=peak_flops, bandwidth=mem_bandwidth)
-    if "runtime" not in graph.node_data:
+    if "runtime" not in graph.node_data and graph.num_nodes:
         raise InputError(
             f"graph {graph.name!r} has no 'runtime' node attribute; add one (seconds per op) "
             "or pass --estimate-runtime"

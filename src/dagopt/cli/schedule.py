@@ -107,7 +107,7 @@ def evaluate(
         console.print(_profile_table(graph, steps))
     line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(lower_bound(graph))}"
     recorded = order_file.peak_memory
-    if isinstance(recorded, int | float) and not isinstance(recorded, bool):
+    if recorded is not None:
         line += f", recorded peak {fmt_mem(recorded)}"
         if not math.isclose(recorded, steps.peak, rel_tol=1e-9, abs_tol=1e-9):
             line += " (differs: was it computed with another --keep-outputs?)"

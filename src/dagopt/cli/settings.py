@@ -15,6 +15,8 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
             raise InputError(f"--set expects key=value, got {item!r}")
         try:
             options[key.replace("-", "_")] = json.loads(text)
-        except json.JSONDecodeError:
+        except RecursionError:
+            raise InputError(f"--set {key}: value nested too deeply") from None
+        except ValueError:  # not JSON (or a number past int's digit limit): plain text
             options[key.replace("-", "_")] = text
     return options

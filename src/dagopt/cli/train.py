@@ -146,8 +146,9 @@ def brkga(
     import time
 
     from dagopt.generate.placement import generate_placement
-    from dagopt.place.tuning import GRID, grid_search, write_tuned
+    from dagopt.place.tuning import GRID, grid_search, read_tuned_file, write_tuned
 
+    read_tuned_file(out)  # a file that cannot be updated fails now, not after the search
     began = time.perf_counter()
     training = [generate_placement(seed=s) for s in range(graphs)]
     with progress_bar() as bar:

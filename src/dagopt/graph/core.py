@@ -9,6 +9,7 @@ order, the transitive closure and reduction, hop depths) is computed on first us
 cached.
 """
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -46,6 +47,22 @@ def _sizes(values: Any, num_nodes: int, what: str, names: Sequence[NodeId]) -> n
     return _read_only(array)
 
 
+def _check_distinct_as_text(names: Sequence[NodeId]) -> None:
+    """Raise ``GraphError`` if two ids read the same as text, such as ``1`` and ``"1"``:
+    JSON object keys are text (placement files key devices by ``str(id)``), so such ids
+    could not be told apart there. Only mixed integer and string ids can clash."""
+    if len({type(name) for name in names}) < 2:
+        return
+    first: dict[str, NodeId] = {}
+    for name in names:
+        other = first.setdefault(str(name), name)
+        if other is not name:
+            raise GraphError(
+                f"node ids {other!r} and {name!r} are the same as text; "
+                "ids must stay distinct when written as strings"
+            )
+
+
 def _data(
     data: Mapping[str, Any] | None, rows: int, what: str, label: Callable[[int], str]
 ) -> dict[str, np.ndarray]:
@@ -80,8 +97,10 @@ class Graph:
     """Immutable DAG with CSR successor/predecessor arrays and per-node memory sizes.
 
     Build one with ``Graph(num_nodes, src, dst, mem=..., ...)``. Duplicate edges are
-    merged; a cycle, a self-loop, an edge to an unknown node or a negative /
-    non-finite size raises ``GraphError`` with a one-line message.
+    merged; a cycle, a self-loop, an edge to an unknown node, a negative / non-finite
+    size, sizes whose total overflows a float (so that every peak memory is finite) or
+    two node ids that are equal as text (``1`` and ``"1"``) raise ``GraphError`` with a
+    one-line message.
 
     ``node_data`` maps names to finite numeric arrays of shape ``(n,)`` or ``(n, k)``
     (one value or one row per node). ``edge_data`` does the same per edge: its arrays
@@ -114,6 +133,7 @@ class Graph:
             seen: set[NodeId] = set()
             dup = next(x for x in node_names if x in seen or seen.add(x))
             raise GraphError(f"duplicate node id {dup!r}")
+        _check_distinct_as_text(node_names)
         src_a = np.asarray(src, dtype=np.int64).reshape(-1)
         dst_a = np.asarray(dst, dtype=np.int64).reshape(-1)
         if src_a.shape != dst_a.shape:
@@ -137,6 +157,13 @@ class Graph:
         set_attr(self, "mem", _sizes(mem, n, "mem", node_names))
         param = np.zeros(n) if param_mem is None else param_mem
         set_attr(self, "param_mem", _sizes(param, n, "param_mem", node_names))
+        with np.errstate(over="ignore"):  # an overflow is the error raised just below
+            total = float(self.mem.sum()) + float(self.param_mem.max(initial=0.0))
+        if not math.isfinite(total):
+            raise GraphError(
+                "sizes too large: the sum of every 'mem' plus the largest 'param_mem' "
+                "exceeds the float range (1.8e308), so peak memory would be infinite"
+            )
         ops = (None,) * n if op is None else tuple(op)
         if len(ops) != n:
             raise GraphError(f"op has {len(ops)} entries, expected one per node ({n})")

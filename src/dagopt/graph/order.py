@@ -9,7 +9,10 @@ from dagopt.graph.core import Graph
 def validate_order(graph: Graph, order) -> np.ndarray:
     """Return ``order`` as int64 node indices, or raise ``OrderError`` saying what is wrong."""
     n = graph.num_nodes
-    array = np.asarray(order)
+    try:
+        array = np.asarray(order)
+    except ValueError:  # ragged nested lists
+        raise OrderError("order must be a flat list of node indices") from None
     if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
         raise OrderError("order must be a flat list of node indices")
     array = array.astype(np.int64, copy=False)

@@ -5,6 +5,7 @@ file's mode, or ``0o666`` less the process umask for a new file (``mkstemp`` alo
 would leave every output ``0o600``).
 """
 
+import errno
 import os
 import stat
 import tempfile
@@ -27,9 +28,22 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
-    """Write ``data`` to ``path`` so that readers see either the old or the whole new file."""
+    """Write ``data`` to ``path`` so that readers see either the old or the whole new file.
+
+    A directory at ``path``, or a file where one of its folders should be, is an
+    ``OSError`` naming that path (not the temporary file) before anything is written.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_dir():  # os.replace would fail naming the temporary file, not the target
+        raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # a file where a folder should be
+        files = [p for p in reversed(target.parents) if p.exists() and not p.is_dir()]
+        if not files:  # gone since: report the original error
+            raise
+        message = "is a file, not a directory"
+        raise NotADirectoryError(errno.ENOTDIR, message, str(files[0])) from None
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:

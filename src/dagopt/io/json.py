@@ -19,18 +19,27 @@ from dagopt.io.records import graph_from_records, graph_to_records
 
 
 def read_json_file(path: str | os.PathLike) -> Any:
-    """Parse a JSON file, turning every failure into a one-line ``InputError``."""
+    """Parse a JSON file, turning every failure into a one-line ``InputError``: a missing
+    or unreadable file, text that is not UTF-8, invalid JSON, nesting deeper than Python's
+    recursion limit, an integer longer than Python converts (4300 digits)."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{file}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{file}: cannot read ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{file}: cannot read (not UTF-8 text)") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{file}: invalid JSON at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{file}: JSON nested too deeply") from None
+    except ValueError as exc:  # an integer past int's digit limit
+        reason = str(exc).split(":")[0]
+        raise InputError(f"{file}: unreadable JSON number ({reason})") from None
 
 
 def graph_from_node_link(data: Any, *, default_name: str = "graph") -> Graph:

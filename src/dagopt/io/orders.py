@@ -2,9 +2,12 @@
 "proved_optimal"}`` with node ids exactly as in the graph file."""
 
 import json
+import math
 import os
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -12,6 +15,7 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import read_json_file
+from dagopt.io.records import is_node_id
 
 
 @dataclass(frozen=True)
@@ -49,21 +53,39 @@ def write_order(
 
 
 def node_indices(file: Path, graph: Graph, node_ids: list) -> np.ndarray:
-    """Indices in ``graph`` of the node ids listed in ``file``; an unknown id is an error."""
+    """Indices in ``graph`` of the node ids listed in ``file``; an entry that is not an
+    id (a list, an object, a number with a fraction...) or an unknown id is an error."""
     index = graph.index_of
     indices = []
     for node_id in node_ids:
-        if isinstance(node_id, bool) or node_id not in index:
-            raise InputError(f"{file}: node {node_id!r} is not in graph {graph.name!r}")
+        if not is_node_id(node_id):
+            raise InputError(
+                f"{file}: order entry {reprlib.repr(node_id)} is not a node id "
+                "(an integer or a string)"
+            )
+        if node_id not in index:
+            raise InputError(f"{file}: node {reprlib.repr(node_id)} is not in graph {graph.name!r}")
         indices.append(index[node_id])
     return np.asarray(indices, dtype=np.int64)
+
+
+def _finite(value: Any) -> float | None:
+    """``value`` as a float if it is a finite number (not a bool), else None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
     """Read an order file and map its node ids to indices of ``graph``.
 
     Unknown ids are an ``InputError``; whether the order is a valid topological
-    order is checked by the objective that evaluates it.
+    order is checked by the objective that evaluates it. The recorded ``peak_memory``
+    and ``seconds`` are informative only: anything but a finite number reads as None.
     """
     file = Path(path)
     data = read_json_file(file)
@@ -75,7 +97,7 @@ def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
         graph=str(data.get("graph", "")),
         method=str(data.get("method", "")),
         order=order,
-        peak_memory=data.get("peak_memory"),
-        seconds=data.get("seconds"),
+        peak_memory=_finite(data.get("peak_memory")),
+        seconds=_finite(data.get("seconds")),
         proved_optimal=proved if isinstance(proved, bool) else None,
     )

@@ -4,11 +4,13 @@
 ``peak_memory``: null under a cost model that does not observe memory).
 
 JSON object keys are strings, so ``devices`` is keyed by ``str(node id)``; ``order``
-holds the node ids exactly as in the graph file.
+holds the node ids exactly as in the graph file. The key is unambiguous because a
+``Graph`` refuses two ids that are equal as text, such as ``1`` and ``"1"``.
 """
 
 import json
 import os
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -89,9 +91,11 @@ def read_placement(path: str | os.PathLike, graph: Graph, num_devices: int) -> P
     device_of = np.full(graph.num_nodes, -1, dtype=np.int64)
     for key, device in data["devices"].items():
         if key not in key_of:
-            raise InputError(f"{file}: node {key!r} is not in graph {graph.name!r}")
+            raise InputError(f"{file}: node {reprlib.repr(key)} is not in graph {graph.name!r}")
         if isinstance(device, bool) or not isinstance(device, int):
-            raise InputError(f"{file}: node {key!r} has device {device!r}, not an integer")
+            raise InputError(
+                f"{file}: node {key!r} has device {reprlib.repr(device)}, not an integer"
+            )
         if not 0 <= device < num_devices:
             raise InputError(
                 f"{file}: node {key!r} is placed on device {device}, "

@@ -1,7 +1,7 @@
 """Conversion between ``Graph`` and node-link records (lists of node / edge dicts)."""
 
-import math
-from collections.abc import Iterable, Mapping
+import reprlib
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,43 +13,67 @@ RESERVED_NODE_KEYS = ("id", "mem", "param_mem", "op")
 RESERVED_EDGE_KEYS = ("source", "target")
 
 
+def is_node_id(value: Any) -> bool:
+    """Whether ``value`` can name a node: an integer or a string (``True`` is not ``1``)."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
 def _node_id(value: Any, where: str) -> NodeId:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise InputError(f"{where}: node id must be an integer or a string, got {value!r}")
+    if not is_node_id(value):
+        raise InputError(
+            f"{where}: node id must be an integer or a string, got {reprlib.repr(value)}"
+        )
     return value
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+TOO_LARGE = "is too large (an integer beyond 1.8e308, the float range)"
+
+
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"{where} must be a number, got {value!r}")
-    return float(value)
+    if not _is_number(value):
+        raise InputError(f"{where} must be a number, got {reprlib.repr(value)}")
+    try:
+        return float(value)
+    except OverflowError:
+        raise InputError(f"{where} {TOO_LARGE}") from None
 
 
 def _numeric(value: Any) -> float | list[float] | None:
-    """A finite number, or a list of finite numbers (from a list, tuple or 1-D array),
-    as floats; None for anything else (that attribute is not graph data)."""
+    """A number, or a list of numbers (from a list, tuple or 1-D array), as floats; None
+    for anything else (that attribute is not graph data). NaN and infinities are kept,
+    so that ``Graph`` rejects them naming the node and attribute instead of the attribute
+    silently disappearing; an integer beyond the float range raises ``OverflowError``."""
     if isinstance(value, np.ndarray) and value.ndim == 1:
         value = value.tolist()
     if isinstance(value, list | tuple):
-        items = [_numeric(item) for item in value]
-        if all(isinstance(item, float) for item in items):
-            return items
+        if all(_is_number(item) for item in value):
+            return [float(item) for item in value]
         return None
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    return None
+    return float(value) if _is_number(value) else None
 
 
-def _shared(records: list[Mapping[str, Any]], reserved: tuple[str, ...]) -> dict[str, list]:
+def _shared(
+    records: list[Mapping[str, Any]], reserved: tuple[str, ...], label: Callable[[int], str]
+) -> dict[str, list]:
     """The numeric attributes every record has in one shape (all numbers, or all lists of
-    one length), in the first record's key order: a column of values per key."""
+    one length), in the first record's key order: a column of values per key.
+    ``label(i)`` names record ``i`` in errors."""
     if not records:
         return {}
     columns: dict[str, list] = {}
     for key in records[0]:
         if key in reserved:
             continue
-        column = [_numeric(record.get(key)) for record in records]
+        column = []
+        for i, record in enumerate(records):
+            try:
+                column.append(_numeric(record.get(key)))
+            except OverflowError:
+                raise InputError(f"{label(i)}: {key!r} {TOO_LARGE}") from None
         first = column[0]
         if first is None:
             continue
@@ -94,7 +118,7 @@ def graph_from_records(
         param.append(_number(record.get("param_mem", 0), f"node {node_id!r}: 'param_mem'"))
         op = record.get("op")
         if op is not None and not isinstance(op, str):
-            raise InputError(f"node {node_id!r}: 'op' must be a string, got {op!r}")
+            raise InputError(f"node {node_id!r}: 'op' must be a string, got {reprlib.repr(op)}")
         ops.append(op)
         node_records.append(record)
 
@@ -106,11 +130,15 @@ def graph_from_records(
         if not isinstance(edge, Mapping) or "source" not in edge or "target" not in edge:
             raise InputError(f"edge #{k} needs 'source' and 'target'")
         for end, bucket in (("source", src), ("target", dst)):
-            key = edge[end]
-            if isinstance(key, bool) or key not in index:
-                raise InputError(f"edge #{k}: {end} {key!r} is not a node of the graph")
+            key = _node_id(edge[end], f"edge #{k}: {end}")
+            if key not in index:
+                raise InputError(f"edge #{k}: {end} {reprlib.repr(key)} is not a node of the graph")
             bucket.append(index[key])
         edge_records.append(edge)
+
+    def edge_label(k: int) -> str:
+        return f"edge {edge_records[k]['source']!r} -> {edge_records[k]['target']!r}"
+
     return Graph(
         len(ids),
         src,
@@ -120,8 +148,8 @@ def graph_from_records(
         op=ops,
         names=ids,
         name=name,
-        node_data=_shared(node_records, RESERVED_NODE_KEYS),
-        edge_data=_shared(edge_records, RESERVED_EDGE_KEYS),
+        node_data=_shared(node_records, RESERVED_NODE_KEYS, lambda i: f"node {ids[i]!r}"),
+        edge_data=_shared(edge_records, RESERVED_EDGE_KEYS, edge_label),
     )
 
 

@@ -12,6 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dagopt.nn.masks import DENSE_ALTERNATIVE
+from dagopt.resources import check_pairs_fit
+
 
 class FeedForward(nn.Sequential):
     """The node-wise MLP of eq. (5), appendix C.2: ``Linear(d, d)``, GELU, ``Linear(d, d)``."""
@@ -32,14 +35,27 @@ class MLPBlock(nn.Module):
         return h + self.mlp(self.norm(h))
 
 
+def bias_bytes_per_pair(groups: int, dtype: torch.dtype) -> int:
+    """Bytes per ordered node pair ``attention_bias`` allocates: per group the bias and
+    two boolean masks (allowed, and its negation), and the identity matrix."""
+    return groups * (dtype.itemsize + 2) + 1
+
+
 def attention_bias(masks: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Additive attention mask ``(groups, n, n)`` from boolean ``masks`` (query by key).
 
     0 where the query may attend to the key, ``-inf`` elsewhere. The diagonal is always
     allowed: a node without keys in a group (a source in a forward group) then attends
-    to itself instead of getting an empty softmax (NaN).
+    to itself instead of getting an empty softmax (NaN). The bias is dense: one that
+    would not fit in the available memory raises a one-line ``SolverError`` first.
     """
-    n = masks.shape[-1]
+    groups, n = masks.shape[0], masks.shape[-1]
+    check_pairs_fit(
+        n,
+        bias_bytes_per_pair(groups, dtype),
+        f"the attention bias of {n:,} nodes",
+        DENSE_ALTERNATIVE,
+    )
     allowed = masks | torch.eye(n, dtype=torch.bool, device=masks.device)
     bias = torch.zeros(allowed.shape, dtype=dtype, device=masks.device)
     return bias.masked_fill_(~allowed, float("-inf"))

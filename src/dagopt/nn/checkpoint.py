@@ -6,8 +6,8 @@ model is ``cls(config, **extras)``, where ``config_type`` has ``to_dict()`` and
 priority model's ``alpha``). A model file is a ``torch.save`` dict ``{"format",
 "version", "config", *extras, "state_dict", "meta"}``; ``meta`` records how the model
 was trained. ``save_model`` writes it atomically; ``load_model`` checks the format,
-its version and the keys and rebuilds the model, and a file it cannot use is an
-``InputError`` with a one-line message.
+its version, the keys, that every weight is finite, and rebuilds the model; a file it
+cannot use is an ``InputError`` with a one-line message.
 """
 
 import os
@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from dagopt.errors import InputError
+from dagopt.errors import DagoptError, InputError
 from dagopt.io.atomic import write_torch_atomic
 
 Model = TypeVar("Model", bound=torch.nn.Module)
@@ -104,15 +104,22 @@ def load_model(path: str | os.PathLike, *, expected: type[Model]) -> tuple[Model
     missing = [key for key in fmt.keys if key not in document]
     if missing:
         raise InputError(f"{file}: {fmt.name} file without {', '.join(missing)}")
+    if not isinstance(document["meta"], dict):
+        raise InputError(f"{file}: the {fmt.name} file's meta is not a dict")
     try:
-        config = fmt.config_type.from_dict(dict(document["config"]))
+        config = fmt.config_type.from_dict(document["config"])
         model = expected(config, **{key: document[key] for key in fmt.extras})
-    except (InputError, TypeError, ValueError) as exc:
+    except (DagoptError, TypeError, ValueError, RuntimeError, MemoryError) as exc:
+        # SolverError, RuntimeError, MemoryError: the layers of a huge config do not fit
         raise InputError(f"{file}: bad {fmt.name} config ({_one_line(exc)})") from None
+    state = document["state_dict"]
     try:
-        model.load_state_dict(document["state_dict"])
+        model.load_state_dict(state)
     except (RuntimeError, TypeError, AttributeError) as exc:
         raise InputError(
             f"{file}: the state dict does not fit the {fmt.name} config ({_one_line(exc)})"
         ) from None
+    bad = next((key for key, value in state.items() if not torch.isfinite(value).all()), None)
+    if bad is not None:
+        raise InputError(f"{file}: the {fmt.name} weights {bad!r} hold NaN or infinite values")
     return model.eval(), dict(document["meta"])

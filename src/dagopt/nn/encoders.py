@@ -17,6 +17,7 @@ the ablation baselines of section 5.3 / Table 3:
 ``PriorityModel`` adds the priority head of eq. (7) and the normalisation of eq. (17).
 """
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -25,9 +26,11 @@ from torch_geometric.nn import GATConv
 
 from dagopt.configs import Config
 from dagopt.errors import InputError
-from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias
+from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias, bias_bytes_per_pair
 from dagopt.nn.checkpoint import model_format
 from dagopt.nn.features import GraphInputs
+from dagopt.nn.masks import DENSE_ALTERNATIVE, MASK_BYTES_PER_PAIR
+from dagopt.resources import check_fits, check_pairs_fit
 
 ATTENTION_KINDS = ("topoformer", "topoformer-dag", "transformer")
 KINDS = (*ATTENTION_KINDS, "mlp", "gat-forward", "gat-bidirectional")
@@ -77,6 +80,29 @@ class EncoderConfig(Config):
         }.get(self.kind, ())
 
     @property
+    def weight_count(self) -> int:
+        """About the number of weights of a ``PriorityModel`` of this config (within a few
+        percent, an MLP encoder's less), known before building it for its memory guard:
+        per layer the query, key, value and output projections (``4 dim width``, ``width``
+        the heads times ``head_dim``) and three ``dim x dim`` matrices (the MLP block has
+        two, a GAT layer three), plus the embedding and the priority head; biases and
+        norms are the ``8 dim`` terms."""
+        width = sum(self.group_heads) * self.head_dim
+        per_layer = 4 * self.dim * width + 3 * self.dim**2 + 8 * self.dim
+        embed_and_head = (self.in_features + self.pe_dim + self.dim + 8) * self.dim
+        return self.layers * per_layer + embed_and_head
+
+    def check_weights_fit(self) -> None:
+        """Raise a one-line ``SolverError`` if the float32 weights of a model of this
+        config would not fit in the available memory: before building one, or before a
+        training run writes its first file."""
+        check_fits(
+            4.0 * self.weight_count,
+            f"the weights of a {self.kind} encoder of {self.layers} layers of width {self.dim}",
+            "choose fewer or narrower layers",
+        )
+
+    @property
     def gat_heads(self) -> int:
         """GAT heads: the largest divisor of ``dim`` up to ``max(1, heads_per_group[0])``."""
         return max(h for h in range(1, max(1, self.heads_per_group[0]) + 1) if self.dim % h == 0)
@@ -106,6 +132,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.config = config
         c = config
+        c.check_weights_fit()
         self.embed = nn.Linear(c.in_features + c.pe_dim, c.dim)
         if c.kind.startswith("gat"):
             blocks = [GATBlock(c.dim, c.gat_heads) for _ in range(c.layers)]
@@ -115,6 +142,26 @@ class Encoder(nn.Module):
             blocks = [TopoformerLayer(c.dim, c.group_heads, c.head_dim) for _ in range(c.layers)]
         self.blocks = nn.ModuleList(blocks)
         self.norm = nn.LayerNorm(c.dim)
+
+    def check_fits(self, num_nodes: int) -> None:
+        """Raise a one-line ``SolverError`` if featurising a graph of ``num_nodes`` nodes
+        and running this encoder on it would not fit in the available memory; called
+        before ``graph_inputs``, so that a graph too large fails at once. The dense
+        ``(n, n)`` arrays dominate: the masks ``graph_inputs`` builds
+        (``MASK_BYTES_PER_PAIR`` while built, seven one-byte masks kept) and, for the
+        masked attention kinds, the bias of ``_context``."""
+        dtype = self.embed.weight.dtype
+        kind = self.config.kind
+        extra = {
+            "topoformer": bias_bytes_per_pair(7, dtype),
+            "topoformer-dag": 2 + bias_bytes_per_pair(2, dtype),  # + the two merged masks
+        }.get(kind, 0)
+        check_pairs_fit(
+            num_nodes,
+            max(MASK_BYTES_PER_PAIR, 7 + extra),
+            f"a {kind} forward pass on {num_nodes:,} nodes",
+            DENSE_ALTERNATIVE,
+        )
 
     def _context(self, inputs: GraphInputs) -> torch.Tensor | None:
         """What the blocks of this kind read: attention bias, an edge list or nothing."""
@@ -151,6 +198,8 @@ class PriorityModel(nn.Module):
         super().__init__()
         self.config = config
         self.alpha = float(alpha)
+        if not math.isfinite(self.alpha):
+            raise InputError(f"the priority scale alpha must be finite, got {alpha}")
         self.encoder = Encoder(config)
         self.head = nn.Sequential(
             nn.Linear(config.dim, config.dim), nn.ReLU(), nn.Linear(config.dim, 1)

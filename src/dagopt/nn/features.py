@@ -17,7 +17,8 @@ from scipy.sparse.linalg import eigsh
 
 from dagopt.graph import Graph
 from dagopt.graph.paths import csr_rows, longest_paths
-from dagopt.nn.masks import topological_masks
+from dagopt.nn.masks import DENSE_ALTERNATIVE, topological_masks
+from dagopt.resources import check_fits, check_pairs_fit
 
 #: Column names of ``node_features``.
 FEATURE_NAMES = (
@@ -30,6 +31,14 @@ FEATURE_NAMES = (
     "min_hops_to_sink",
     "max_hops_to_sink",
 )
+
+
+#: Bytes per node pair of the dense ``eigh``: the dense Laplacian, LAPACK's copy and
+#: workspace and the eigenvectors, all float64 (measured: 25 to 30).
+EIGH_BYTES_PER_PAIR = 32
+#: Bytes per node and eigenvector of ARPACK's ``eigsh``: its Lanczos basis of about
+#: ``2 count + 1`` vectors, its workspace and the eigenvectors, float64.
+ARPACK_BYTES_PER_ENTRY = 40
 
 
 def _hops(ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,12 +106,17 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int) -> np.ndarra
     """Eigenvectors of the ``count`` smallest eigenvalues, sorted by eigenvalue.
 
     ARPACK in shift-invert mode around a point just below 0 (scales better than a
-    dense ``eigh``); dense ``eigh`` for tiny graphs, where ``count`` is not small
-    against ``n``.
+    dense ``eigh``); dense ``eigh`` where ``count`` is not small against ``n``: tiny
+    graphs, and graphs of many connected components (``count`` includes one vector per
+    component). Either way a computation that would not fit in the available memory
+    raises a one-line ``SolverError`` first.
     """
     n = laplacian.shape[0]
+    what = f"the Laplacian positional encodings of {n:,} nodes ({count:,} eigenvectors)"
     if count >= n // 2:
+        check_pairs_fit(n, EIGH_BYTES_PER_PAIR, what, DENSE_ALTERNATIVE)
         return np.linalg.eigh(laplacian.toarray())[1][:, :count]
+    check_fits(ARPACK_BYTES_PER_ENTRY * n * (count + 20), what, DENSE_ALTERNATIVE)
     start = np.random.default_rng(0).standard_normal(n)  # fixed Lanczos start: deterministic
     values, vectors = eigsh(laplacian, k=count, sigma=-0.01, which="LM", v0=start)
     return vectors[:, np.argsort(values)]

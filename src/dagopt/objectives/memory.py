@@ -31,8 +31,9 @@ class MemoryProfile:
         return float(self.during.max()) if self.during.size else 0.0
 
     @property
-    def peak_step(self) -> int:
-        return int(self.during.argmax())
+    def peak_step(self) -> int | None:
+        """The first step at the peak; None for an empty order (no step)."""
+        return int(self.during.argmax()) if self.during.size else None
 
 
 def free_steps(graph: Graph, position: np.ndarray, *, keep_outputs: bool = False) -> np.ndarray:

@@ -27,6 +27,8 @@ def resolve_runtimes(graph: Graph, runtimes, devices: Devices | None = None) -> 
     A wrong shape, a non-number, or a NaN, infinite or negative runtime raises a
     one-line ``InputError``.
     """
+    if runtimes is None and graph.num_nodes == 0:
+        runtimes = np.zeros(0)  # no op to time: a graph without nodes has no attributes
     if runtimes is None:
         if "runtime" not in graph.node_data:
             raise InputError(
@@ -68,7 +70,8 @@ def op_durations(runtimes: np.ndarray, devices: Devices) -> np.ndarray:
     this division, with the same float result); ``(n, d)`` runtimes are copied as they are.
     """
     if runtimes.ndim == 1:
-        return runtimes[:, None] / devices.speeds[None, :]
+        with np.errstate(over="ignore"):  # a tiny speed: the simulator rejects the inf
+            return runtimes[:, None] / devices.speeds[None, :]
     return np.array(runtimes, dtype=np.float64, order="C")
 
 

@@ -317,6 +317,26 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ public API
+def _check_finite_makespan(
+    graph: Graph, durations: np.ndarray, latency: float, seconds_per_byte: float
+) -> None:
+    """Raise ``InputError`` unless running every op on its slowest device and every edge
+    as a transfer, one after another, takes a finite time. Each finish time the simulator
+    computes is a sum of op and transfer times along a chain of waits, at most that
+    total, so every makespan is then finite (huge runtimes, or a bandwidth so small that
+    ``1 / bandwidth`` overflows, would make it infinite)."""
+    with np.errstate(over="ignore", invalid="ignore"):  # overflows are the error below
+        work = float(durations.max(axis=1, initial=0.0).sum())
+        transfers = graph.num_edges * latency
+        if seconds_per_byte:
+            transfers += float(graph.mem @ graph.out_degree) * seconds_per_byte
+    if not (math.isfinite(seconds_per_byte) and math.isfinite(work + transfers)):
+        raise InputError(
+            "op runtimes and transfer times too large: their total exceeds the float range "
+            "(1.8e308), so the makespan could be infinite"
+        )
+
+
 class SimulatedCostModel:
     """003 A.1's simulator as a ``CostModel`` (``dagopt.objectives.costmodel``).
 
@@ -339,6 +359,8 @@ class SimulatedCostModel:
         durations = op_durations(runtimes, self.devices)
         self.durations = _read_only(durations)
         bandwidth = self.devices.bandwidth
+        seconds_per_byte = 0.0 if math.isinf(bandwidth) else 1.0 / bandwidth
+        _check_finite_makespan(graph, durations, self.devices.latency, seconds_per_byte)
         self._args = (
             graph.pred_ptr,
             graph.pred_idx,
@@ -346,7 +368,7 @@ class SimulatedCostModel:
             graph.param_mem,
             durations,  # the writable original: one compiled kernel signature
             float(self.devices.latency),
-            0.0 if math.isinf(bandwidth) else 1.0 / bandwidth,
+            seconds_per_byte,
         )
 
     @property

@@ -18,6 +18,7 @@ import time
 import networkx as nx
 import numpy as np
 
+from dagopt.configs import check_option
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
@@ -173,7 +174,7 @@ def local_search(
         ("neighbours", neighbours),
         ("patience", patience),
     ):
-        if value < 1:
+        if check_option(name, value, int) < 1:
             raise InputError(f"{name} must be >= 1, got {value}")
     graph = problem.graph
     n = graph.num_nodes

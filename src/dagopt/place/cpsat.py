@@ -39,12 +39,14 @@ more CP-SAT only improves on its hint, or finds nothing in the time limit.
 """
 
 import math
+import reprlib
 from fractions import Fraction
 from itertools import pairwise
 
 import numpy as np
 from ortools.sat.python import cp_model
 
+from dagopt.configs import check_option
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import validate_order
 from dagopt.objectives.placement import SimulatedCostModel, placement_cost
@@ -193,8 +195,15 @@ class _Builder:
         breaking of ``_break_device_symmetry`` requires.
         """
         order = validate_order(self.problem.graph, order)
-        device_of = np.asarray(device_of)
-        if device_of.shape != (self.n,) or not np.isin(device_of, range(len(self.x[0]))).all():
+        try:
+            device_of = np.asarray(device_of)
+        except ValueError:  # ragged nested lists: rejected just below
+            device_of = np.empty(0)
+        if (
+            device_of.shape != (self.n,)
+            or device_of.dtype.kind not in "iu"
+            or not np.isin(device_of, range(len(self.x[0]))).all()
+        ):
             raise InputError(f"a hint must place each of the {self.n} ops on a device")
         device_of = device_of.astype(np.int64)
         for group in self.groups:
@@ -440,6 +449,10 @@ def cp_sat(
     """
     _simulator(problem)
     _check_transfers(problem)
+    if check_option("num_workers", num_workers, int) < 0:
+        raise InputError(f"num_workers must be >= 0 (0: all cores), got {num_workers}")
+    if hint is not None and not (isinstance(hint, tuple | list) and len(hint) == 2):
+        raise InputError(f"a hint is a pair (device_of, order), got {reprlib.repr(hint)}")
     if problem.graph.num_nodes == 0:
         empty = np.zeros(0, dtype=np.int64)
         return PlacerResult(empty, empty, proved_optimal=True, info={"status": "OPTIMAL"})

@@ -15,6 +15,7 @@ prior"). An order prior is ``{"method": NAME, **options}`` for ``dagopt.schedule
 
 import numpy as np
 
+from dagopt.configs import check_option
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
@@ -69,9 +70,10 @@ def brkga_prior(
     concentration: float = DEFAULT_CONCENTRATION,
     **options,
 ) -> PlacerResult:
+    concentration = check_option("concentration", concentration, float)
     keys = order_prior_keys(problem.graph, DEFAULT_ORDER_PRIOR)
     distributions = MutantDistributions.centred(
-        problem.graph.num_nodes, problem.num_devices, float(concentration), priority_keys=keys
+        problem.graph.num_nodes, problem.num_devices, concentration, priority_keys=keys
     )
     params = BrkgaParams.from_dict(options)
     outcome = run_brkga(

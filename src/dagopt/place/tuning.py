@@ -10,6 +10,7 @@ JSON file, one entry per objective; the ``brkga-tuned`` placer reads it (the shi
 import itertools
 import json
 import os
+import reprlib
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,7 @@ import numpy as np
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import read_json_file
 from dagopt.models import model_path
 from dagopt.objectives.devices import Devices
 from dagopt.place.base import PlacementProblem, PlacerResult, cost_ratio, register_placer
@@ -68,24 +70,42 @@ def grid_search(
     return best, table
 
 
+def read_tuned_file(path: str | os.PathLike) -> dict:
+    """The document of a tuned-parameters file, ``{}`` when there is none yet; a file
+    that is not a JSON object is a one-line ``InputError``. ``dagopt train brkga`` reads
+    its output file with it before the grid search, so that a file it could not update
+    stops the command before the search, not after."""
+    file = Path(path)
+    if not file.exists():
+        return {}
+    document = read_json_file(file)
+    if not isinstance(document, dict):
+        raise InputError(f"{file}: not a tuned BRKGA parameters file (expected a JSON object)")
+    return document
+
+
 def write_tuned(path: str | os.PathLike, objective: str, params: BrkgaParams, meta: dict) -> Path:
     """Add (or replace) ``objective``'s tuned parameters in the JSON file at ``path``."""
-    file = Path(path)
-    document = json.loads(file.read_text()) if file.exists() else {}
+    document = read_tuned_file(path)
     document[objective] = {"params": asdict(params), "meta": meta}
-    return write_text_atomic(file, json.dumps(document, indent=1, sort_keys=True))
+    return write_text_atomic(path, json.dumps(document, indent=1, sort_keys=True))
 
 
 def read_tuned(path: str | os.PathLike, objective: str) -> BrkgaParams:
-    """The tuned parameters for ``objective`` stored at ``path``."""
+    """The tuned parameters for ``objective`` stored at ``path``; a missing or bad file or
+    entry is a one-line ``InputError``."""
+    if not isinstance(path, str | os.PathLike):
+        raise InputError(f"option 'params' must be a file path, got {reprlib.repr(path)}")
     file = Path(path)
     if not file.is_file():
         raise InputError(f"no tuned BRKGA parameters at {file}; run `dagopt train brkga`")
+    entry = read_tuned_file(file).get(objective)
+    if not (isinstance(entry, dict) and isinstance(entry.get("params"), dict)):
+        raise InputError(f"{file}: no tuned BRKGA parameters for {objective!r}")
     try:
-        entry = json.loads(file.read_text())[objective]["params"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise InputError(f"{file}: no tuned BRKGA parameters for {objective!r}") from None
-    return BrkgaParams(**entry)
+        return BrkgaParams.from_dict(entry["params"], what="tuned parameter")
+    except InputError as exc:
+        raise InputError(f"{file}: {exc}") from None
 
 
 @register_placer(
@@ -100,6 +120,6 @@ def brkga_tuned(
         params if params is not None else model_path("brkga-tuned"), problem.objective
     )
     if evaluations is not None:
-        tuned = BrkgaParams(**{**asdict(tuned), "evaluations": evaluations})
+        tuned = BrkgaParams.from_dict({**asdict(tuned), "evaluations": evaluations})
     outcome = run_brkga(problem, seed=seed, params=tuned, time_limit=time_limit)
     return outcome_result(outcome, params=asdict(tuned))

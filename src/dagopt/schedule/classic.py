@@ -50,8 +50,8 @@ def _lifo_topological(succ_ptr, succ_idx, in_degree):
     return order
 
 
-#: The most orders ``random`` draws (a guard against a mistyped count: at 100 orders a
-#: millisecond on a small graph, the cap is hours of work).
+#: The most orders ``random`` and ``topoformer-sample`` draw (a guard against a mistyped
+#: count: at 100 orders a millisecond on a small graph, the cap is hours of work).
 MAX_SAMPLES = 10_000_000
 #: Orders drawn at once: their ``(chunk, n)`` uniforms stay small.
 SAMPLE_CHUNK = 256

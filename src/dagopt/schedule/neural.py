@@ -18,7 +18,9 @@ from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
 from dagopt.models import model_path
 from dagopt.objectives import peak_memory
+from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
+from dagopt.schedule.classic import MAX_SAMPLES
 from dagopt.schedule.dp import state_dp
 from dagopt.schedule.priority import greedy_order, sample_orders
 
@@ -50,6 +52,7 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
 
     if graph.num_nodes == 0:
         return np.zeros(0)
+    model.encoder.check_fits(graph.num_nodes)
     with torch.inference_mode():
         y = model(graph_inputs(graph, pe_dim=model.config.pe_dim))
     return y.double().numpy()
@@ -78,12 +81,15 @@ def solve_sample(
     samples: int = 16,
     **_: object,
 ) -> SolverResult:
-    if int(samples) < 1:
-        raise SolverError(f"samples must be >= 1, got {samples}")
+    samples = int(samples)
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    # uniforms (float64) and orders (int64) of every sample at once
+    check_fits(16.0 * samples * graph.num_nodes, f"{samples:,} sampled orders", "draw fewer")
     y = _priorities(graph, checkpoint)
-    orders, _ = sample_orders(graph, y, int(samples), np.random.default_rng(seed))
+    orders, _ = sample_orders(graph, y, samples, np.random.default_rng(seed))
     peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
-    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": int(samples)})
+    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": samples})
 
 
 @register(

@@ -270,6 +270,8 @@ def train_ordering(
 ) -> list[EpochMetrics]:
     """Train (or, with ``resume``, continue training) in ``run_dir``; returns the history."""
     run_dir = Path(run_dir)
+    if config is not None:
+        config.encoder.check_weights_fit()  # before open_run writes the run's config
     config = rundir.open_run(run_dir, config, resume=resume, config_type=OrderingTrainConfig)
     trainer = OrderingTrainer(run_dir, config)
     return fit(run_dir, trainer, config.epochs, resume=resume, progress=progress, on_epoch=on_epoch)

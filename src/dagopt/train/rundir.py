@@ -32,6 +32,8 @@ def open_run(
     """The run's configuration: the saved one on ``resume``, else ``config`` (now saved
     in a new ``run_dir``)."""
     state_path = run_dir / STATE_FILE
+    if run_dir.exists() and not run_dir.is_dir():
+        raise InputError(f"{run_dir}: is a file, not a run directory")
     if resume:
         if not state_path.exists():
             raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")

@@ -1,5 +1,7 @@
 """The multi-layer perceptron every GNN of dagopt builds its message and update functions from."""
 
+from itertools import pairwise
+
 from torch import nn
 
 
@@ -15,3 +17,10 @@ def mlp(in_dim: int, hidden: int, out_dim: int, layers: int) -> nn.Sequential:
             modules.append(nn.ReLU())
         modules.append(nn.Linear(dims[i], dims[i + 1]))
     return nn.Sequential(*modules)
+
+
+def mlp_weights(in_dim: int, hidden: int, out_dim: int, layers: int) -> int:
+    """The number of weights and biases of ``mlp(in_dim, hidden, out_dim, layers)``, known
+    before building it (the memory guards of the models that build many)."""
+    dims = [in_dim] + [hidden] * (layers - 1) + [out_dim]
+    return sum((a + 1) * b for a, b in pairwise(dims))

@@ -20,7 +20,8 @@ A separate GNN gives the REINFORCE baseline ``b(G)``. One job per module:
 - ``features``: ``regal_inputs`` (a graph as PyG ``Data``), ``batch_inputs`` (``Batch``);
 - ``model``: ``RegalEncoder`` (eq. 1's message passing,
   ``dagopt.nn.layers.bidirectional_edge_conv``), ``RegalPolicy`` (the ``2 (d + 1)``
-  logit heads), ``RegalBaseline`` (the mean-pooled value head);
+  logit heads; ``check_policy_fits``, its memory guard), ``RegalBaseline`` (the
+  mean-pooled value head);
 - ``actions``: logits to actions, log-probabilities, entropies and mutant distributions.
 
 Modules and featurisation only: the search and the training loop live elsewhere.
@@ -48,7 +49,13 @@ from dagopt.nn.regal.config import (
     RegalConfig,
 )
 from dagopt.nn.regal.features import batch_inputs, regal_inputs
-from dagopt.nn.regal.model import NEUTRAL_CHOICES, RegalBaseline, RegalEncoder, RegalPolicy
+from dagopt.nn.regal.model import (
+    NEUTRAL_CHOICES,
+    RegalBaseline,
+    RegalEncoder,
+    RegalPolicy,
+    check_policy_fits,
+)
 
 __all__ = [
     "BETA_CHOICES",
@@ -69,6 +76,7 @@ __all__ = [
     "action_log_prob",
     "batch_inputs",
     "beta_grid",
+    "check_policy_fits",
     "gene_centres",
     "key_log_likelihood",
     "regal_inputs",

@@ -9,13 +9,41 @@ from torch_geometric.utils import scatter
 
 from dagopt.nn.checkpoint import model_format
 from dagopt.nn.layers.bidirectional_edge_conv import BidirectionalEdgeConv
-from dagopt.nn.layers.mlp import mlp
+from dagopt.nn.layers.mlp import mlp, mlp_weights
 from dagopt.nn.regal.config import REGAL_EDGE_FEATURES, RegalConfig
+from dagopt.resources import check_fits
 
 #: Per parameterisation, the choice of each categorical the untrained policy favours
 #: (``RegalConfig.init_prob_one``): ``beta(1, 1)``, standard BRKGA's uniform mutant, or
 #: the broad ``beta(2 m0, 2 (1 - m0))`` around the centre (uniform at ``m0 = 0.5``).
 NEUTRAL_CHOICES = {"alpha-beta": (1.0, 1.0), "centred": (2.0, 0.0)}
+
+
+def policy_weights(config: RegalConfig) -> int:
+    """About the number of float32 weights of a ``RegalPolicy`` of ``config`` (its MLPs:
+    the encoder's node and edge embeddings and message-passing rounds, and two heads
+    per gene), known before building it for its memory guard."""
+    c, h, layers = config, config.hidden, config.mlp_layers
+    rounds = 1 if c.share_weights else c.rounds
+    conv = 2 * mlp_weights(3 * h, h, h, layers) + mlp_weights(2 * h, h, h, layers)
+    encoder = (
+        mlp_weights(len(c.node_features), h, h, layers)
+        + mlp_weights(len(REGAL_EDGE_FEATURES), h, h, layers)
+        + rounds * conv
+    )
+    heads = sum(mlp_weights(h, h, len(values), layers) for values in c.head_choices)
+    return encoder + (c.num_devices + 1) * heads
+
+
+def check_policy_fits(config: RegalConfig) -> None:
+    """Raise a one-line ``SolverError`` if the weights of a ``RegalPolicy`` of ``config``
+    would not fit in the available memory: before building one, or before a training run
+    writes its first file."""
+    check_fits(
+        4.0 * policy_weights(config),
+        f"the weights of a REGAL policy of width {config.hidden} for {config.num_devices} devices",
+        "choose a smaller hidden, rounds, mlp_layers or num_devices",
+    )
 
 
 class RegalEncoder(nn.Module):
@@ -61,6 +89,7 @@ class RegalPolicy(nn.Module):
         super().__init__()
         c = config
         self.config = c
+        check_policy_fits(c)
         self.encoder = RegalEncoder(c)
         genes = c.num_devices + 1
         self.first_heads, self.second_heads = (

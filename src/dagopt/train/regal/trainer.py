@@ -32,6 +32,7 @@ from dagopt.nn.regal import (
     action_entropy,
     action_log_prob,
     batch_inputs,
+    check_policy_fits,
     sample_actions,
     split_action,
 )
@@ -207,6 +208,8 @@ def train_regal(
     """Train (or, with ``resume``, continue) a REGAL policy in ``run_dir``; returns the
     history. ``progress(stage, done, total)`` reports the reference runs and batches."""
     run_dir = Path(run_dir)
+    if config is not None:
+        check_policy_fits(config.policy)  # before open_run and the reference runs
     config = rundir.open_run(run_dir, config, resume=resume, config_type=RegalTrainConfig)
     trainer = RegalTrainer(run_dir, config, progress)
     return fit(run_dir, trainer, config.epochs, resume=resume, progress=progress, on_epoch=on_epoch)
