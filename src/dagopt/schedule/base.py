@@ -51,6 +51,7 @@ SOLVERS = Registry(
         "dagopt.schedule.classic",
         "dagopt.schedule.dp",
         "dagopt.schedule.dfs_dp",
+        "dagopt.schedule.anytime",
         "dagopt.schedule.neural",
     ),
 )

@@ -1,0 +1,159 @@
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagopt import Graph
+from dagopt.generate import generate_layered
+from dagopt.objectives import memory_profile, peak_memory
+from dagopt.schedule import anytime_kernels as kernels
+from dagopt.schedule import solve
+from dagopt.schedule.anytime import Search
+from dags import dags, reference_peak, sparse_dag
+
+
+def _random_topological_order(graph: Graph, rng: np.random.Generator) -> np.ndarray:
+    missing = graph.in_degree.astype(int).copy()
+    ready = list(np.flatnonzero(missing == 0))
+    order = []
+    while ready:
+        v = ready.pop(int(rng.integers(len(ready))))
+        order.append(v)
+        for w in graph.successors(v):
+            missing[w] -= 1
+            if missing[w] == 0:
+                ready.append(w)
+    return np.asarray(order, dtype=np.int64)
+
+
+def _score(graph, order, keep, tau):
+    during = memory_profile(graph, order, keep_outputs=keep).during
+    return during.max(), np.maximum(0.0, during - tau).sum()
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(min_nodes=2, max_nodes=12, integer_sizes=False), st.booleans(), st.integers(0, 99))
+def test_node_move_scores_match_a_full_recomputation(g, keep, seed):
+    """``best_node_move`` scores a move from the profile stretch between the two steps;
+    its pick must be the best move found by recomputing every moved order in full."""
+    order = _random_topological_order(g, np.random.default_rng(seed))
+    search = Search(g, order, keep_outputs=keep, ratio=0.9)
+    tau = search.tau
+    current = _score(g, order, keep, tau)
+    best, tolerance = current, kernels.RELATIVE_TOLERANCE * current[0]
+    n = g.num_nodes
+    for i, j in itertools.permutations(range(n), 2):
+        moved = order.copy()
+        kernels.move_node(moved, i, j)
+        low, high = min(i, j), max(i, j)
+        if not g.is_topological(moved) or not (search.during[low : high + 1] > tau).any():
+            continue
+        score = _score(g, moved, keep, tau)
+        if score[0] < best[0] - tolerance or (
+            score[0] <= best[0] + tolerance and score[1] < best[1] - tolerance
+        ):
+            best = score
+    i, j, peak, excess = search.best_move(start=0)
+    if i < 0:
+        assert best == current
+        return
+    moved = order.copy()
+    kernels.move_node(moved, i, j)
+    assert g.is_topological(moved)
+    assert _score(g, moved, keep, tau) == pytest.approx((peak, excess), rel=1e-9, abs=1e-9)
+    assert (peak, excess) == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(min_nodes=2, max_nodes=9, integer_sizes=False), st.booleans(), st.data())
+def test_window_dp_is_exact_on_its_window(g, keep, data):
+    """With a beam wider than every step, the window DP finds an order of the window's
+    nodes of least peak (a window peak below the peak outside does not count), and
+    leaves the profile outside the window unchanged."""
+    n = g.num_nodes
+    order = _random_topological_order(g, np.random.default_rng(data.draw(st.integers(0, 99))))
+    a = data.draw(st.integers(0, n - 1))
+    b = data.draw(st.integers(a + 1, n))
+    search = Search(g, order, keep_outputs=keep, ratio=0.9)
+    window_order, peak, exact = search.solve_window(a, b, beam=10**4, deadline=np.inf)
+    assert exact
+    moved = order.copy()
+    moved[a:b] = window_order
+    assert g.is_topological(moved)
+    before = memory_profile(g, order, keep_outputs=keep).during
+    after = memory_profile(g, moved, keep_outputs=keep).during
+    np.testing.assert_allclose(after[:a], before[:a])
+    np.testing.assert_allclose(after[b:], before[b:])
+    assert after[a:b].max() == pytest.approx(peak, rel=1e-12)
+    best = np.inf
+    for perm in itertools.permutations(order[a:b]):
+        other = order.copy()
+        other[a:b] = perm
+        if g.is_topological(other):
+            best = min(best, memory_profile(g, other, keep_outputs=keep).during[a:b].max())
+    outside = max(before[:a].max(initial=-np.inf), before[b:].max(initial=-np.inf))
+    assert max(peak, outside) == pytest.approx(max(best, outside), rel=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(dags(min_nodes=1, max_nodes=14, integer_sizes=False), st.booleans())
+def test_valid_never_worse_than_inductor_and_optimal_on_tiny_graphs(g, keep):
+    inductor = solve(g, "inductor", keep_outputs=keep)
+    anytime = solve(g, "anytime", seed=0, time_limit=5, keep_outputs=keep)
+    assert g.is_topological(anytime.order)
+    assert anytime.peak_memory <= inductor.peak_memory
+    assert anytime.peak_memory == pytest.approx(reference_peak(g, anytime.order, keep), rel=1e-12)
+    exact = solve(g, "exact-dp", keep_outputs=keep)
+    assert anytime.peak_memory == pytest.approx(exact.peak_memory, rel=1e-12)
+    assert anytime.proved_optimal
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reaches_the_optimum_that_exact_dp_proves(seed):
+    """Graphs wider than the first windows: the search, not a whole-graph DP, must get
+    there (the time limit stops it long before a beam of every state)."""
+    g = generate_layered(60, seed=seed)
+    exact = solve(g, "exact-dp")
+    anytime = solve(g, "anytime", seed=seed, time_limit=3)
+    assert anytime.peak_memory == pytest.approx(exact.peak_memory, rel=1e-12)
+
+
+def test_never_worse_than_inductor_on_layered_graphs_with_outputs_kept():
+    for seed, keep in itertools.product(range(3), (False, True)):
+        g = generate_layered(300, seed=seed)
+        inductor = solve(g, "inductor", keep_outputs=keep)
+        anytime = solve(g, "anytime", seed=seed, time_limit=0.5, keep_outputs=keep)
+        assert g.is_topological(anytime.order)
+        assert anytime.peak_memory <= inductor.peak_memory
+
+
+@pytest.mark.parametrize(("nodes", "limit"), [(2000, 1.0), (1000, 0.3)])
+def test_uses_and_honours_the_time_limit(nodes, limit):
+    g = generate_layered(nodes, seed=11)
+    schedule = solve(g, "anytime", seed=0, time_limit=limit)
+    assert g.is_topological(schedule.order)
+    assert 0.8 * limit <= schedule.seconds <= 1.1 * limit
+
+
+def test_stops_early_once_optimal():
+    g = sparse_dag(10, 0.3, seed=1)
+    schedule = solve(g, "anytime", seed=0, time_limit=30)
+    assert schedule.proved_optimal
+    assert schedule.seconds < 5
+
+
+def test_deterministic_for_a_fixed_seed_and_work_budget():
+    g = generate_layered(400, seed=3)
+    runs = [solve(g, "anytime", seed=7, time_limit=60, windows=40) for _ in range(2)]
+    np.testing.assert_array_equal(runs[0].order, runs[1].order)
+    assert runs[0].info["windows"] == 40
+
+
+def test_empty_and_single_node_graphs():
+    assert solve(Graph(0, [], [], mem=[]), "anytime").order.size == 0
+    one = solve(Graph(1, [], [], mem=[3.0], param_mem=[1.0]), "anytime", time_limit=1)
+    assert one.order.tolist() == [0] and one.peak_memory == peak_memory(
+        Graph(1, [], [], mem=[3.0], param_mem=[1.0]), [0]
+    )
