@@ -310,3 +310,11 @@ def test_python_dash_m_dagopt(tmp_path):
         [sys.executable, "-m", "dagopt", "--help"], capture_output=True, text=True, timeout=120
     )
     assert help_text.returncode == 0 and "schedule" in help_text.stdout
+
+
+def test_schedule_anytime_takes_its_options(medium):
+    result = dagopt("schedule", medium, "-m", "anytime", "--window", 4, "--windows", 3)
+    assert result.exit_code == 0, result.output
+    exact = dagopt("schedule", medium, "-m", "exact-dp")
+    assert summary_peak(result.stdout) >= summary_peak(exact.stdout)
+    assert dagopt("schedule", medium, "-m", "anytime", "--window", 0).exit_code == 2
