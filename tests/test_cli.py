@@ -325,3 +325,11 @@ def test_examples_writes_the_shipped_files_and_keeps_existing_ones(tmp_path):
     assert (tmp_path / "tiny.json").read_text() == "mine"
     assert dagopt("examples", "--out", tmp_path, "--force").exit_code == 0
     assert load(tmp_path / "tiny.json").num_nodes == 6
+
+
+def test_schedule_anytime_takes_its_options(medium):
+    result = dagopt("schedule", medium, "-m", "anytime", "--window", 4, "--windows", 3)
+    assert result.exit_code == 0, result.output
+    exact = dagopt("schedule", medium, "-m", "exact-dp")
+    assert summary_peak(result.stdout) >= summary_peak(exact.stdout)
+    assert dagopt("schedule", medium, "-m", "anytime", "--window", 0).exit_code == 2

@@ -44,6 +44,14 @@ def schedule(
         Path | None,
         typer.Option(help="Model file (topoformer-* methods).", show_default=False),
     ] = None,
+    window: Annotated[
+        int | None,
+        typer.Option(min=1, help="Smallest DP window, steps (anytime).", show_default=False),
+    ] = None,
+    windows: Annotated[
+        int | None,
+        typer.Option(min=0, help="Stop after this many window DPs (anytime).", show_default=False),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -65,6 +73,8 @@ def schedule(
         "max_states": max_states,
         "samples": samples,
         "checkpoint": checkpoint,
+        "window": window,
+        "windows": windows,
     }
     options = {key: value for key, value in given.items() if value is not None}
     with progress_on_terminal():
