@@ -1,5 +1,7 @@
 """Shared test helpers: hypothesis strategies for random DAGs and reference implementations."""
 
+import heapq
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -78,3 +80,19 @@ def all_topological_orders(graph: Graph):
             order.pop()
 
     yield from extend()
+
+
+def priority_topological(graph: Graph, priority: np.ndarray) -> np.ndarray:
+    """Kahn's algorithm taking the ready node of smallest priority first."""
+    missing = graph.in_degree.astype(int).copy()
+    ready = [(priority[v], v) for v in np.flatnonzero(missing == 0).tolist()]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, v = heapq.heappop(ready)
+        order.append(v)
+        for w in graph.successors(v).tolist():
+            missing[w] -= 1
+            if missing[w] == 0:
+                heapq.heappush(ready, (priority[w], w))
+    return np.array(order)

@@ -5,7 +5,6 @@ heterogeneous CPU/GPU case is computed by hand; lower bounds hold on random plac
 bad runtimes are one-line errors; and a placer searches against a custom cost model.
 """
 
-import heapq
 import json
 import math
 
@@ -25,7 +24,7 @@ from dagopt.objectives.placement import SimulatedCostModel, simulate, simulate_b
 from dagopt.objectives.placement_bounds import placement_lower_bound
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, run_brkga
-from dags import dags
+from dags import dags, priority_topological
 
 HETEROGENEOUS = Devices(
     (DeviceSpec(speed=1.0), DeviceSpec(speed=2.0, memory=4 * 2**30), DeviceSpec(speed=1.5)),
@@ -36,19 +35,7 @@ HETEROGENEOUS = Devices(
 
 def random_order(graph: Graph, rng: np.random.Generator) -> np.ndarray:
     """A random topological order (Kahn's algorithm with random priorities)."""
-    priority = rng.random(graph.num_nodes)
-    missing = graph.in_degree.astype(int).copy()
-    ready = [(priority[v], v) for v in np.flatnonzero(missing == 0).tolist()]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, v = heapq.heappop(ready)
-        order.append(v)
-        for w in graph.successors(v).tolist():
-            missing[w] -= 1
-            if missing[w] == 0:
-                heapq.heappush(ready, (priority[w], w))
-    return np.array(order, dtype=np.int64)
+    return priority_topological(graph, rng.random(graph.num_nodes))
 
 
 # ------------------------------------------------------------------------ (n, d) runtimes

@@ -5,7 +5,6 @@ Hand-computed cases check each rule; a plain-Python reference simulator (events 
 by time, not the kernel's binary-search insertion) checks random DAGs exactly.
 """
 
-import heapq
 import math
 
 import numpy as np
@@ -27,23 +26,7 @@ from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 from dagopt.objectives.placement import batch_costs, placement_cost, simulate, simulate_batch
 from dagopt.objectives.placement_bounds import placement_lower_bound
 from dagopt.objectives.runtime import estimate_runtimes
-from dags import dags
-
-
-def priority_topological(graph: Graph, priority: np.ndarray) -> np.ndarray:
-    """Kahn's algorithm taking the ready node of smallest priority first."""
-    missing = graph.in_degree.astype(int).copy()
-    ready = [(priority[v], v) for v in np.flatnonzero(missing == 0).tolist()]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, v = heapq.heappop(ready)
-        order.append(v)
-        for w in graph.successors(v).tolist():
-            missing[w] -= 1
-            if missing[w] == 0:
-                heapq.heappush(ready, (priority[w], w))
-    return np.array(order)
+from dags import dags, priority_topological
 
 
 def reference_simulate(graph, devices, device_of, order, runtimes):

@@ -19,7 +19,7 @@ import time
 import numpy as np
 from numba import njit, objmode
 
-from dagopt.schedule.dp_kernels import lowest_bit, popcount
+from dagopt.schedule.dp_kernels import _same_child, lowest_bit, popcount
 
 #: Relative tolerance below which two peaks (or excesses) count as equal, so that float
 #: rounding never passes for an improvement.
@@ -216,27 +216,6 @@ def _bit(index):
 
 
 @njit(cache=True)
-def _same_set(masks, p1, l1, p2, l2):
-    """Do state ``p1`` plus node ``l1`` and state ``p2`` plus node ``l2`` hold one set?"""
-    if l1 == l2:
-        for w in range(masks.shape[1]):  # noqa: SIM110  (numba: no generator all())
-            if masks[p1, w] != masks[p2, w]:
-                return False
-        return True
-    if not (masks[p1, l2 >> 6] & _bit(l2)) or not (masks[p2, l1 >> 6] & _bit(l1)):
-        return False
-    for w in range(masks.shape[1]):
-        x, y = masks[p1, w], masks[p2, w]
-        if w == l1 >> 6:
-            x |= _bit(l1)
-        if w == l2 >> 6:
-            y |= _bit(l2)
-        if x != y:
-            return False
-    return True
-
-
-@njit(cache=True)
 def _select(key, live, count, width):
     """Indices of the ``width`` of the first ``count`` children least by ``(key, live)``,
     in O(count) expected time (``np.partition``)."""
@@ -416,7 +395,7 @@ def window_dp(
                             o = children
                             children += 1
                             break
-                        if c_hash[o] == h and _same_set(masks, c_parent[o], c_node[o], s, li):
+                        if c_hash[o] == h and _same_child(masks, c_parent[o], c_node[o], s, li):
                             new_key, old_key = max(new_peak, floor), max(c_peak[o], floor)
                             if not (
                                 new_key < old_key
