@@ -24,9 +24,10 @@ def fractal_dimension(graph: Graph) -> np.ndarray:
     ``log r`` over the distinct hop distances ``r`` from ``v`` (edges taken both ways),
     where ``N(v, r)`` counts the ops within distance ``r`` of ``v``, ``v`` included (the
     mass distribution of box-growing). 0 for an op that reaches fewer than two distinct
-    distances (the slope is undefined). The middle op of a 201-op path gets 0.96 and the
-    middle op of a 31 x 31 grid 1.65: small radii (``N = 2r^2 + 2r + 1``) and the grid's
-    border pull the fitted slope below the asymptotic dimensions 1 and 2.
+    distances (the slope is undefined). The middle op of a 201-op path gets 0.9-1.1 and
+    the middle op of a 31 x 31 grid 1.5-2.1 (``tests/test_hsdag_features.py``): small
+    radii (``N = 2r^2 + 2r + 1``) and the grid's border pull the fitted slope below the
+    asymptotic dimensions 1 and 2.
 
     All hop distances are one ``(n, n)`` matrix (scipy's breadth-first
     ``shortest_path``), guarded by ``check_fits``."""
