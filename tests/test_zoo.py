@@ -16,6 +16,7 @@ from dagopt.io import load
 from dagopt.io.json import graph_to_node_link
 from dagopt.objectives import peak_memory
 from dagopt.zoo import (
+    HELD_OUT_MODELS,
     MODELS,
     SIZES,
     cache_path,
@@ -203,6 +204,51 @@ def test_inception_v3_has_the_published_layers():
     with torch.no_grad():
         assert module(image).shape == (1, 1000)
     assert get_model("inception-v3").inputs == {"small": "149x149 px", "large": "299x299 px"}
+
+
+#: Parameters of the published configurations (torchvision's counts for DenseNet-121,
+#: SqueezeNet 1.1 and ShuffleNet V2; GoogLeNet with its published 5x5 branch, which
+#: torchvision replaced by a 3x3; RandWire-WS small: "5.6M" in Xie et al., Table 2).
+HELD_OUT_PARAMETERS = {
+    "densenet-121": 7_978_856,
+    "squeezenet-1.1": 1_235_496,
+    "shufflenet-v2": 2_278_604,
+    "googlenet": 7_005_832,
+}
+
+
+def test_held_out_cnns_are_listed_apart_and_found_by_name():
+    held_out = model_names(held_out=True)
+    assert len(held_out) == len(HELD_OUT_MODELS) == 8
+    assert not set(held_out) & set(model_names())
+    for model in HELD_OUT_MODELS:
+        assert model.held_out and get_model(model.name) is model
+        assert model.inputs == {"small": "2 x 64x64 px", "large": "2 x 224x224 px"}
+
+
+@pytest.mark.parametrize("name", sorted(HELD_OUT_PARAMETERS))
+def test_held_out_cnns_have_the_published_parameter_counts(name):
+    module, _ = get_model(name).build("small")
+    assert sum(p.numel() for p in module.parameters()) == HELD_OUT_PARAMETERS[name]
+
+
+def test_randwire_stages_are_seeded_watts_strogatz_dags():
+    """Edges run from lower to higher node ids; one seed, one graph; the two held-out
+    seeds differ; the small regime has about 5.6 M parameters and runs a batch."""
+    import torch
+
+    from dagopt.zoo.multibranch import randwire_ws, watts_strogatz_dag
+
+    preds = watts_strogatz_dag(32, seed=7)
+    assert preds == watts_strogatz_dag(32, seed=7) != watts_strogatz_dag(32, seed=8)
+    assert all(u < v for v, p in enumerate(preds) for u in p)
+    assert sum(map(len, preds)) == 32 * 4 // 2
+    one, two = randwire_ws(1), randwire_ws(2)
+    assert [s.preds for s in one[5:8]] != [s.preds for s in two[5:8]]
+    assert 5.3e6 < sum(p.numel() for p in one.parameters()) < 5.9e6
+    module, (image,) = get_model("randwire-ws-1").build("small")
+    with torch.no_grad():
+        assert module(image).shape == (2, 1000)
 
 
 @pytest.mark.slow

@@ -43,8 +43,9 @@ class Mode(StrEnum):
 
 @zoo_app.command("list")
 def list_models(cache_dir: CacheOption = None) -> None:
-    """The catalogue: each model's family, inputs, and node counts of the cached graphs."""
-    from dagopt.zoo import MODELS, SIZES, read_cached
+    """The catalogue: each model's family, inputs, and node counts of the cached graphs;
+    then the held-out multi-branch CNNs (family ``cnn, held out``)."""
+    from dagopt.zoo import HELD_OUT_MODELS, MODELS, SIZES, read_cached
 
     table = Table(title="model zoo (nodes: small / large, - when not cached)")
     table.add_column("name", no_wrap=True)
@@ -52,7 +53,7 @@ def list_models(cache_dir: CacheOption = None) -> None:
     table.add_column("inputs (small / large)")
     table.add_column("inference", justify="right", no_wrap=True)
     table.add_column("training", justify="right", no_wrap=True)
-    for model in MODELS:
+    for model in MODELS + HELD_OUT_MODELS:
         nodes = {}
         for mode in Mode:
             counts = []
@@ -63,7 +64,7 @@ def list_models(cache_dir: CacheOption = None) -> None:
         inputs = " / ".join(model.inputs[size] for size in SIZES)
         table.add_row(
             Text(model.name),
-            Text(model.family),
+            Text(f"{model.family}, held out" if model.held_out else model.family),
             Text(inputs),
             nodes[Mode.inference],
             nodes[Mode.training],

@@ -13,9 +13,10 @@ from dagopt.zoo.export import (
     export_zoo_graph,
     read_cached,
 )
-from dagopt.zoo.models import MODELS, SIZES, ZooModel, get_model, model_names
+from dagopt.zoo.models import HELD_OUT_MODELS, MODELS, SIZES, ZooModel, get_model, model_names
 
 __all__ = [
+    "HELD_OUT_MODELS",
     "MODELS",
     "SIZES",
     "ZooExport",

@@ -43,6 +43,8 @@ class ZooModel:
     ``inputs`` describes the example inputs of each size (batch 1: tokens, encoder +
     decoder tokens, image side, log-mel frames of 80 bins); ``description`` names the
     ``transformers`` class and config, and any departure from the published one.
+    ``held_out`` marks the held-out multi-branch CNNs (``HELD_OUT_BATCH`` images each),
+    which no method is tuned on: ``model_names()`` leaves them out unless asked.
     """
 
     name: str
@@ -50,6 +52,7 @@ class ZooModel:
     description: str
     inputs: Mapping[str, str]
     builder: Callable[[str], Built]
+    held_out: bool = False
 
     def build(self, size: str = "small") -> Built:
         """The eval-mode wrapped model and its example inputs at ``size`` (seeded)."""
@@ -139,10 +142,10 @@ def _tokens(vocab_size: int, length: int) -> "torch.Tensor":
     return torch.randint(0, vocab_size, (1, length))
 
 
-def _image(side: int) -> "torch.Tensor":
+def _image(side: int, batch: int = 1) -> "torch.Tensor":
     import torch
 
-    return torch.randn(1, 3, side, side)
+    return torch.randn(batch, 3, side, side)
 
 
 def _bert(size: str) -> Built:
@@ -236,6 +239,33 @@ def _mobilenet_v2(size: str) -> Built:
     return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
+#: The held-out CNNs run a batch of 2 images (the held-out set of issue 21).
+HELD_OUT_BATCH = 2
+
+
+def _multibranch(build: Callable[[], "torch.nn.Module"]) -> Callable[[str], Built]:
+    """A builder of a ``dagopt.zoo.multibranch`` network on ``HELD_OUT_BATCH`` images."""
+
+    def builder(size: str) -> Built:
+        return build(), (_image(IMAGE_SIDE[size], HELD_OUT_BATCH),)
+
+    return builder
+
+
+def _transformers_cnn(config_class: str, model_class: str, **config: Any) -> Callable[[str], Built]:
+    """A builder of a ``transformers`` image classifier on ``HELD_OUT_BATCH`` images."""
+
+    def builder(size: str) -> Built:
+        import transformers
+
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
+        return _wrap(model, ("pixel_values",), "logits"), (
+            _image(IMAGE_SIDE[size], HELD_OUT_BATCH),
+        )
+
+    return builder
+
+
 def _whisper_encoder(size: str) -> Built:
     import torch
     from transformers import WhisperConfig
@@ -250,8 +280,9 @@ def _text() -> dict[str, str]:
     return {size: f"{n} tokens" for size, n in SEQUENCE_LENGTH.items()}
 
 
-def _images(sides: Mapping[str, int] = IMAGE_SIDE) -> dict[str, str]:
-    return {size: f"{side}x{side} px" for size, side in sides.items()}
+def _images(sides: Mapping[str, int] = IMAGE_SIDE, batch: int = 1) -> dict[str, str]:
+    images = f"{batch} x " if batch > 1 else ""
+    return {size: f"{images}{side}x{side} px" for size, side in sides.items()}
 
 
 MODELS: tuple[ZooModel, ...] = (
@@ -348,12 +379,75 @@ MODELS: tuple[ZooModel, ...] = (
     ),
 )
 
-_BY_NAME = {model.name: model for model in MODELS}
+
+def _multibranch_model(name: str, description: str, build_name: str, *args: int) -> ZooModel:
+    def build() -> "torch.nn.Module":
+        from dagopt.zoo import multibranch
+
+        return getattr(multibranch, build_name)(*args)
+
+    return ZooModel(
+        name,
+        "cnn",
+        f"{description} (dagopt.zoo.multibranch.{build_name}); logits",
+        _images(batch=HELD_OUT_BATCH),
+        _multibranch(build),
+        held_out=True,
+    )
 
 
-def model_names() -> list[str]:
-    """Names of the catalogue's models, in catalogue order."""
-    return [model.name for model in MODELS]
+#: Multi-branch CNNs held out from tuning (issue 21): ordering methods are compared on
+#: their training graphs, and nothing is tuned on them.
+HELD_OUT_MODELS: tuple[ZooModel, ...] = (
+    _multibranch_model("densenet-121", "DenseNet-121 (Huang et al. 2017)", "densenet_121"),
+    _multibranch_model("squeezenet-1.1", "SqueezeNet 1.1 (Iandola et al. 2016)", "squeezenet_1_1"),
+    _multibranch_model("shufflenet-v2", "ShuffleNet V2 1.0x (Ma et al. 2018)", "shufflenet_v2"),
+    _multibranch_model("googlenet", "GoogLeNet (Szegedy et al. 2015), batch norm", "googlenet"),
+    _multibranch_model("randwire-ws-1", "RandWire-WS small, graph seed 1", "randwire_ws", 1),
+    _multibranch_model("randwire-ws-2", "RandWire-WS small, graph seed 2", "randwire_ws", 2),
+    ZooModel(
+        "efficientnet-b0",
+        "cnn",
+        "EfficientNetForImageClassification(EfficientNetConfig(width_coefficient=1.0,"
+        " depth_coefficient=1.0, image_size=224, hidden_dim=1280, num_labels=1000)):"
+        " EfficientNet-B0"
+        " (squeeze-excitation branches); logits",
+        _images(batch=HELD_OUT_BATCH),
+        _transformers_cnn(
+            "EfficientNetConfig",
+            "EfficientNetForImageClassification",
+            width_coefficient=1.0,
+            depth_coefficient=1.0,
+            image_size=224,
+            hidden_dim=1280,
+            dropout_rate=0.2,
+            num_labels=1000,
+        ),
+        held_out=True,
+    ),
+    ZooModel(
+        "mobilevit-small",
+        "cnn",
+        "MobileViTForImageClassification(MobileViTConfig(num_labels=1000)): MobileViT-S,"
+        " convolutions with transformer blocks (eager attention); logits",
+        _images(batch=HELD_OUT_BATCH),
+        _transformers_cnn(
+            "MobileViTConfig",
+            "MobileViTForImageClassification",
+            num_labels=1000,
+            attn_implementation="eager",
+        ),
+        held_out=True,
+    ),
+)
+
+_BY_NAME = {model.name: model for model in MODELS + HELD_OUT_MODELS}
+
+
+def model_names(held_out: bool = False) -> list[str]:
+    """Names of the catalogue's models in catalogue order; ``held_out=True``: the held-out
+    multi-branch CNNs instead."""
+    return [model.name for model in (HELD_OUT_MODELS if held_out else MODELS)]
 
 
 def get_model(name: str) -> ZooModel:
@@ -361,6 +455,5 @@ def get_model(name: str) -> ZooModel:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise InputError(
-            f"unknown zoo model {name!r} (models: {', '.join(model_names())})"
-        ) from None
+        known = model_names() + model_names(held_out=True)
+        raise InputError(f"unknown zoo model {name!r} (models: {', '.join(known)})") from None

@@ -1,0 +1,81 @@
+"""Ordering at scale: inductor and anytime on 20k- and 100k-node layered graphs (issue 21).
+
+Each (graph, method) runs in a fresh process, so the reported memory is that run's own
+peak resident set (``ru_maxrss`` of the child: the graph, the solver and Python, torch
+not imported). Graphs are held-out layered graphs (test seeds, paper 000's generator);
+generating one is timed apart. The table gives the peak, its % change from Inductor's
+best order, the wall time of the solver call and the child's peak RSS.
+
+    python benchmarks/ordering_scale.py                      # 20k at 10 s, 100k at 60 s
+    python benchmarks/ordering_scale.py --sizes 20000 --limits 10 --graphs 2
+"""
+
+import argparse
+import multiprocessing
+import resource
+import sys
+import time
+
+from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.realgraphs import change_percent
+from dagopt.bench.timing import format_seconds
+from dagopt.generate.layered import generate_layered
+from dagopt.generate.seeds import test_seeds
+from dagopt.schedule import solve
+
+
+def run_one(size: int, seed: int, method: str, time_limit: float | None) -> dict:
+    """Generate the graph, solve it once; the child's timings, peak and ``ru_maxrss``."""
+    start = time.perf_counter()
+    graph = generate_layered(size, seed=seed)
+    generate_seconds = time.perf_counter() - start
+    options = {} if time_limit is None else {"time_limit": time_limit}
+    start = time.perf_counter()
+    schedule = solve(graph, method, seed=0, **options)
+    return {
+        "edges": graph.num_edges,
+        "generate_s": generate_seconds,
+        "seconds": time.perf_counter() - start,
+        "peak": schedule.peak_memory,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def in_child(*args) -> dict:
+    """``run_one`` in a fresh spawned process (its own peak RSS)."""
+    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
+        return pool.apply(run_one, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument(
+        "--limits", type=float, nargs="+", default=[10.0, 60.0], help="anytime's limit per size"
+    )
+    parser.add_argument("--graphs", type=int, default=1, help="held-out graphs per size")
+    args = parser.parse_args(argv)
+    if len(args.limits) != len(args.sizes):
+        parser.error("give one --limits value per --sizes value")
+    header = ["graph", "nodes", "edges", "generate s", "method", "peak", "% vs inductor"]
+    header += ["s", "peak RSS MB"]
+    print(markdown_row(header))
+    print(markdown_rule("lrrrlrrrr"))
+    for size, limit in zip(args.sizes, args.limits, strict=True):
+        for seed in test_seeds(args.graphs):
+            inductor = in_child(size, seed, "inductor", None)
+            runs = [
+                ("inductor", inductor),
+                (f"anytime {limit:g} s", in_child(size, seed, "anytime", limit)),
+            ]
+            for label, run in runs:
+                row = [f"layered seed {seed}", f"{size:,}", f"{run['edges']:,}"]
+                row += [format_seconds(run["generate_s"]), label, f"{run['peak']:.6g}"]
+                row += [f"{change_percent(run['peak'], inductor['peak']):.3f}"]
+                row += [format_seconds(run["seconds"]), f"{run['rss_mb']:.0f}"]
+                print(markdown_row(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
