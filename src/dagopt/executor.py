@@ -20,17 +20,18 @@ another worker). ``map`` returns the outcomes in input order and calls
 ``on_done(index, outcome)`` in this process as each item finishes, in completion
 order: the one place to write results and advance a progress bar.
 
-Workers run one thread each (numba, torch, OpenMP): N workers on N cores do not fight
-over them. ``whole_cores=True`` is for measurement jobs (a timed run must own its
-core): local workers are capped at the cores this process may use, and each Ray task
-asks for ``num_cpus=1``; Ray never gives one CPU to two tasks, so when every node is
-started with ``ray start --num-cpus=<physical cores>`` a measurement never shares a core
-(``docs/scaling.md``).
+Local workers split the cores this process may use between them (CPU affinity), so
+N workers on N cores never share one; their thread pools keep the sizes a serial run
+has, so a result is the serial run's bit for bit (approx-dp's beam breaks ties in an
+order that depends on numba's thread count). ``whole_cores=True`` is for measurement
+jobs (a timed run must own its core): more local workers than cores is then an error,
+and on Ray each task asks for ``num_cpus=1``, which Ray never gives to two tasks at
+once; with every node started as ``ray start --num-cpus=<physical cores>`` a
+measurement never shares a core (``docs/scaling.md``).
 """
 
 import multiprocessing
 import os
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -40,14 +41,6 @@ from dagopt.errors import DagoptError, InputError
 from dagopt.progress import reporting
 
 T = TypeVar("T")
-
-#: Thread-pool settings of a worker: one thread, set before numba or torch start theirs.
-_ONE_THREAD = {
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "NUMBA_NUM_THREADS": "1",
-}
 
 
 @dataclass(frozen=True)
@@ -77,24 +70,17 @@ def _call(fn: Callable[[Any], T], item: Any) -> Outcome[T]:
         return Outcome(error=error_line(exc))
 
 
-def _call_on_one_thread(fn: Callable[[Any], T], item: Any) -> Outcome[T]:
-    """``_call`` in a Ray worker, which Ray starts with no initializer."""
-    one_thread()
-    return _call(fn, item)
-
-
-def one_thread() -> None:
-    """Make this (worker) process use one thread in numba, torch and OpenMP."""
-    os.environ.update(_ONE_THREAD)
-    if "numba" in sys.modules:
-        sys.modules["numba"].set_num_threads(1)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(1)
-
-
-def available_cores() -> int:
+def available_cores() -> list[int]:
     """The cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return sorted(os.sched_getaffinity(0))
+
+
+def _pin(shares: Any, threads: int) -> None:
+    """Worker initializer: run on the next share of cores (a queue of core lists), with
+    the thread pools a serial run has (numba and OpenMP would size theirs to the share)."""
+    for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
+        os.environ.setdefault(name, str(threads))
+    os.sched_setaffinity(0, shares.get())
 
 
 @dataclass(frozen=True)
@@ -108,10 +94,11 @@ class Executor:
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise InputError(f"jobs must be an integer >= 1, got {self.jobs!r}")
-        if self.whole_cores and self.ray is None and self.jobs > available_cores():
+        cores = len(available_cores())
+        if self.whole_cores and self.ray is None and self.jobs > cores:
             raise InputError(
                 f"--jobs {self.jobs} measurement jobs need {self.jobs} cores; "
-                f"this machine lets us use {available_cores()}"
+                f"this process may use {cores}"
             )
 
     @property
@@ -149,9 +136,17 @@ class Executor:
 def _map_processes(
     jobs: int, fn: Callable, items: Sequence, done: Callable[[int, Outcome], None]
 ) -> None:
-    """The items on ``jobs`` local worker processes, one thread each."""
+    """The items on ``jobs`` local worker processes, each on its own share of the cores
+    (when there are at least as many cores as workers)."""
     context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(jobs, mp_context=context, initializer=one_thread) as pool:
+    cores = available_cores()
+    pinning = {}
+    if jobs <= len(cores):
+        shares = context.Queue()
+        for k in range(jobs):
+            shares.put(cores[k::jobs])
+        pinning = {"initializer": _pin, "initargs": (shares, len(cores))}
+    with ProcessPoolExecutor(jobs, mp_context=context, **pinning) as pool:
         pending = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -195,7 +190,7 @@ def _map_ray(
 ) -> None:
     """The items as Ray tasks of one CPU each (retried once if their worker dies)."""
     ray = connect_ray(executor.ray, executor.jobs if executor.jobs > 1 else None)
-    task = ray.remote(num_cpus=1, max_retries=1)(_call_on_one_thread)
+    task = ray.remote(num_cpus=1, max_retries=1)(_call)
     fn_ref = ray.put(fn)
     pending = {task.remote(fn_ref, item): i for i, item in enumerate(items)}
     while pending:
