@@ -30,6 +30,7 @@ once; with every node started as ``ray start --num-cpus=<physical cores>`` a
 measurement never shares a core (``docs/scaling.md``).
 """
 
+import importlib.util
 import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -41,6 +42,8 @@ from dagopt.errors import DagoptError, InputError
 from dagopt.progress import reporting
 
 T = TypeVar("T")
+
+NO_RAY = "--ray needs Ray: pip install 'dagopt[ray]'"
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class Executor:
     def __post_init__(self) -> None:
         if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
             raise InputError(f"jobs must be an integer >= 1, got {self.jobs!r}")
+        if self.ray is not None and importlib.util.find_spec("ray") is None:
+            raise InputError(NO_RAY)
         cores = len(available_cores())
         if self.whole_cores and self.ray is None and self.jobs > cores:
             raise InputError(
@@ -168,7 +173,7 @@ def connect_ray(address: str, cpus: int | None = None) -> Any:
     try:
         import ray
     except ImportError:
-        raise InputError("--ray needs Ray: pip install 'dagopt[ray]'") from None
+        raise InputError(NO_RAY) from None
     if not ray.is_initialized():
         if address == "local":
             ray.init(

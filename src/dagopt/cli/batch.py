@@ -122,6 +122,12 @@ def _row(graph: Path, output: Path, status: str) -> BatchRow:
     )
 
 
+def _report_failure(graph: Path, error: str) -> None:
+    """One line on stderr: the graph (unless the message names it) and why it failed."""
+    where = "" if error.startswith(str(graph)) else f"{graph}: "
+    err_console.print(f"failed: {where}{error}", markup=False)
+
+
 def _failed(graph: Path, error: str) -> BatchRow:
     return BatchRow(str(graph), "", "failed", "", "", None, None, None, None, None, error)
 
@@ -152,7 +158,7 @@ def run_batch(
                 todo.append(i)
             except (InputError, OSError) as exc:
                 rows[i] = _failed(file, error_line(exc))
-                err_console.print(f"{file}: failed: {rows[i].error}", markup=False)
+                _report_failure(file, rows[i].error)
     with progress_bar() as bar:
         task = bar.add_task(f"graphs ({executor_name(executor)})", total=len(todo))
 
@@ -164,7 +170,7 @@ def run_batch(
                 console.print(f"{files[i]}: {line}", markup=False)
             else:
                 rows[i] = _failed(files[i], outcome.error)
-                err_console.print(f"{files[i]}: failed: {outcome.error}", markup=False)
+                _report_failure(files[i], outcome.error)
             bar.advance(task)
 
         executor.map(job, graphs, on_done=done)
