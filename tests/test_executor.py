@@ -14,6 +14,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import torch
 
 from dagopt.errors import InputError
 from dagopt.executor import Executor
@@ -200,3 +201,20 @@ def test_resume_after_a_worker_is_killed(tmp_path, backend):
     else:
         assert process.returncode == 0
     assert results(tmp_path / "serial") == results(out_dir)
+
+
+@pytest.mark.slow
+def test_regal_training_with_worker_rewards_matches_serial(tmp_path):
+    from dagopt.train.regal.trainer import train_regal
+    from test_place_regal import tiny_training
+
+    serial = train_regal(tmp_path / "serial", tiny_training())
+    fanned = train_regal(tmp_path / "jobs", tiny_training(), executor=Executor(jobs=2))
+    assert [m.train_ratio for m in fanned] == [m.train_ratio for m in serial]
+    assert [m.validation_ratio for m in fanned] == [m.validation_ratio for m in serial]
+    states = [torch.load(tmp_path / d / "state.pt", weights_only=True) for d in ("serial", "jobs")]
+    for a, b in zip(states[0]["policy"].values(), states[1]["policy"].values(), strict=True):
+        assert torch.equal(a, b)
+    assert (tmp_path / "serial" / "reference.json").read_text() == (
+        tmp_path / "jobs" / "reference.json"
+    ).read_text()

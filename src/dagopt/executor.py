@@ -35,6 +35,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -131,35 +132,54 @@ class Executor:
         if self.ray is not None:
             _map_ray(self, fn, items, done)
         elif self.jobs > 1:
-            _map_processes(min(self.jobs, len(items)), fn, items, done)
+            _map_processes(self.jobs, fn, items, done)
         else:
             for index, item in enumerate(items):
                 done(index, _call(fn, item))
         return outcomes  # type: ignore[return-value]
 
 
+#: Worker pools by size, kept for the next ``map`` (a REINFORCE run maps every batch,
+#: and a worker imports torch once, not per batch); one whose worker died is dropped.
+_POOLS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor:
+    """The pool of ``jobs`` workers, each on its own share of the cores (when there are
+    at least as many cores as workers)."""
+    if jobs not in _POOLS:
+        context = multiprocessing.get_context("forkserver")
+        cores = available_cores()
+        pinning = {}
+        if jobs <= len(cores):
+            shares = context.Queue()
+            for k in range(jobs):
+                shares.put(cores[k::jobs])
+            pinning = {"initializer": _pin, "initargs": (shares, len(cores))}
+        _POOLS[jobs] = ProcessPoolExecutor(jobs, mp_context=context, **pinning)
+    return _POOLS[jobs]
+
+
 def _map_processes(
     jobs: int, fn: Callable, items: Sequence, done: Callable[[int, Outcome], None]
 ) -> None:
-    """The items on ``jobs`` local worker processes, each on its own share of the cores
-    (when there are at least as many cores as workers)."""
-    context = multiprocessing.get_context("forkserver")
-    cores = available_cores()
-    pinning = {}
-    if jobs <= len(cores):
-        shares = context.Queue()
-        for k in range(jobs):
-            shares.put(cores[k::jobs])
-        pinning = {"initializer": _pin, "initargs": (shares, len(cores))}
-    with ProcessPoolExecutor(jobs, mp_context=context, **pinning) as pool:
-        pending = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
+    """The items on the pool of ``jobs`` local worker processes."""
+    pool = _pool(jobs)
+    pending = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
+    try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 index = pending.pop(future)
                 exc = future.exception()
+                if isinstance(exc, BrokenProcessPool) and _POOLS.get(jobs) is pool:
+                    del _POOLS[jobs]
+                    pool.shutdown(wait=False)
                 outcome = future.result() if exc is None else Outcome(error=_lost(exc))
                 done(index, outcome)
+    finally:
+        for future in pending:  # interrupted: do not leave the rest queued
+            future.cancel()
 
 
 def _lost(exc: BaseException) -> str:

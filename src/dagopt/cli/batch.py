@@ -39,16 +39,14 @@ OutDirOpt = Annotated[
         show_default=False,
     ),
 ]
-JobsOpt = Annotated[
-    int, typer.Option("--jobs", "-j", min=1, help="Local worker processes (with --out-dir).")
-]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Local worker processes.")]
 RayOpt = Annotated[
     str | None,
     typer.Option(
         "--ray",
         metavar="ADDRESS",
-        help="Run on a Ray cluster (with --out-dir): auto, HOST:PORT, or local "
-        "(a Ray instance here on --jobs CPUs). Needs dagopt[ray].",
+        help="Run on a Ray cluster: auto, HOST:PORT, or local (a Ray instance here "
+        "on --jobs CPUs). Needs dagopt[ray].",
         show_default=False,
     ),
 ]
