@@ -187,7 +187,7 @@ def _lost(exc: BaseException) -> str:
     return f"worker lost: {error_line(exc)}"
 
 
-def connect_ray(address: str, cpus: int | None = None) -> Any:
+def connect_ray(address: str, cpus: int = 1) -> Any:
     """The ``ray`` module, connected to ``address`` (``local``: start one here on
     ``cpus`` CPUs, loopback only); an ``InputError`` if Ray is not installed."""
     try:
@@ -214,7 +214,7 @@ def _map_ray(
     executor: Executor, fn: Callable, items: Sequence, done: Callable[[int, Outcome], None]
 ) -> None:
     """The items as Ray tasks of one CPU each (retried once if their worker dies)."""
-    ray = connect_ray(executor.ray, executor.jobs if executor.jobs > 1 else None)
+    ray = connect_ray(executor.ray, executor.jobs)
     task = ray.remote(num_cpus=1, max_retries=1)(_call)
     fn_ref = ray.put(fn)
     pending = {task.remote(fn_ref, item): i for i, item in enumerate(items)}
