@@ -107,11 +107,6 @@ class Executor:
                 f"this process may use {cores}"
             )
 
-    @property
-    def parallel(self) -> bool:
-        """Whether the items leave this process."""
-        return self.ray is not None or self.jobs > 1
-
     def map(
         self,
         fn: Callable[[Any], T],
