@@ -144,6 +144,8 @@ def run_batch(
     files = graph_files(paths)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir}: is a file, not a directory")
+    if any(p.is_dir() and p.resolve() == out_dir.resolve() for p in paths):
+        raise InputError(f"{out_dir}: is an input folder; write the results elsewhere")
     outputs = [out_dir / f"{file.stem}{suffix}" for file in files]
     rows: list[BatchRow | None] = [
         _row(f, o, "resumed") if o.exists() else None for f, o in zip(files, outputs, strict=True)

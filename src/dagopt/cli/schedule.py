@@ -139,17 +139,15 @@ def schedule(
         "windows": windows,
     }
     options = {key: value for key, value in given.items() if value is not None}
+    job = SolveJob(method, seed, time_limit, keep_outputs, options)
     if out_dir is not None:
-        job = SolveJob(method, seed, time_limit, keep_outputs, options)
         run_batch(graph_paths, out_dir, ".order.json", job, _write_line, Executor(jobs, ray))
         return
     graph_path = graph_paths[0]
     check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
     graph = load(graph_path)
     with progress_on_terminal():
-        result = solve(
-            graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options
-        )
+        result = job(graph)
     line = _result_line(graph, result)
     if out is not None:
         line += f"; wrote {_write(out, graph, result)}"
