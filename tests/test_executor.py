@@ -218,3 +218,28 @@ def test_regal_training_with_worker_rewards_matches_serial(tmp_path):
     assert (tmp_path / "serial" / "reference.json").read_text() == (
         tmp_path / "jobs" / "reference.json"
     ).read_text()
+
+
+def test_benchmark_runs_on_processes_match_serial_and_keep_the_good_runs():
+    from dagopt.bench.datasets import layered_test_set
+    from dagopt.bench.ordering import run_methods
+    from dagopt.errors import SolverError
+
+    cases = [(40, g.name, g) for g in layered_test_set(40, 3)]
+    methods = ["approx-dp", "inductor"]
+    serial = run_methods(cases, methods, lambda m, s: {})
+    workers = Executor(jobs=2, whole_cores=True)
+    parallel = run_methods(cases, methods, lambda m, s: {}, executor=workers)
+    assert [(r.graph, r.method, r.peak_memory) for r in parallel] == [
+        (r.graph, r.method, r.peak_memory) for r in serial
+    ]
+    recorded = []
+    with pytest.raises(SolverError, match="3 of 6 runs failed; first: inductor on layered"):
+        run_methods(
+            cases,
+            methods,
+            lambda m, s: {"beam_width": 5} if m == "inductor" else {},
+            on_run=lambda run, graph, order: recorded.append(run.method),
+            executor=workers,
+        )
+    assert recorded == ["approx-dp"] * 3  # saved as they came, so a rerun resumes
