@@ -151,9 +151,14 @@ def test_batch_on_ray_matches_serial(tmp_path, ray_cluster):
     assert results(tmp_path / "serial") == results(tmp_path / "ray")
 
 
+#: About a second per graph of 200 nodes: a worker is killed while graphs are left.
+SLOW_SCHEDULE = ("schedule", "-m", "approx-dp", "--beam-width", "5000", "--seed", "3")
+
+
 def start_batch(folder: Path, out_dir: Path, *options: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    command = [sys.executable, "-m", "dagopt", *SCHEDULE, str(folder), "--out-dir", str(out_dir)]
+    command = [sys.executable, "-m", "dagopt", *SLOW_SCHEDULE, str(folder), "--out-dir"]
+    command.append(str(out_dir))
     return subprocess.Popen(
         [*command, *options], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -173,9 +178,9 @@ def kill_a_worker(process: subprocess.Popen, out_dir: Path, is_worker) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jobs", "ray"])
 def test_resume_after_a_worker_is_killed(tmp_path, backend):
-    folder = graphs(tmp_path / "g", 8, nodes=120)
+    folder = graphs(tmp_path / "g", 8, nodes=200)
     (folder / "broken.json").unlink()
-    assert dagopt(*SCHEDULE, folder, "--out-dir", tmp_path / "serial").exit_code == 0
+    assert dagopt(*SLOW_SCHEDULE, folder, "--out-dir", tmp_path / "serial").exit_code == 0
     out_dir = tmp_path / backend
     if backend == "jobs":
         process = start_batch(folder, out_dir, "--jobs", "2")
