@@ -248,3 +248,19 @@ def test_benchmark_runs_on_processes_match_serial_and_keep_the_good_runs():
             executor=workers,
         )
     assert recorded == ["approx-dp"] * 3  # saved as they came, so a rerun resumes
+
+
+def test_local_batches_never_import_ray(tmp_path):
+    folder = graphs(tmp_path / "g", 2)
+    (folder / "broken.json").unlink()
+    script = (
+        "import sys\n"
+        "from dagopt.cli.main import app\n"
+        f"args = ['schedule', '-m', 'dfs', {str(folder)!r}, '--out-dir', {str(tmp_path / 'o')!r}]\n"
+        "app(args + ['--jobs', '2'], standalone_mode=False)\n"
+        "print('ray imported:', 'ray' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "2 graphs: 2 new" in done.stdout and "ray imported: False" in done.stdout
