@@ -15,8 +15,9 @@ of a benchmark, reward evaluations of a REINFORCE batch):
 
 Every item runs as ``fn(item)`` (``fn`` and the items must pickle). An exception in
 one item becomes that item's ``Outcome.error`` (one line) and the others go on; a
-worker process that dies fails the items it was running (Ray first retries them on
-another worker). ``map`` returns the outcomes in input order and calls
+local worker process that dies breaks the pool (``concurrent.futures`` cannot recover
+one) and fails every item not finished by then; Ray first retries a dead worker's
+task on another worker. ``map`` returns the outcomes in input order and calls
 ``on_done(index, outcome)`` in this process as each item finishes, in completion
 order: the one place to write results and advance a progress bar.
 
