@@ -46,7 +46,7 @@ RayOpt = Annotated[
         "--ray",
         metavar="ADDRESS",
         help="Run on a Ray cluster: auto, HOST:PORT, or local (a Ray instance here "
-        "on --jobs CPUs). Needs dagopt[ray].",
+        "on --jobs CPUs). Needs Ray, the extra named ray.",
         show_default=False,
     ),
 ]
