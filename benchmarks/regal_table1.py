@@ -25,6 +25,9 @@ the rest, where a better solution may exist.
 noise (the layout of 003's TensorFlow datasets, ``docs/placement.md``, "Recurring
 topologies"); pair it with ``--checkpoint-dir`` pointing at policies trained with the
 same ``topologies``, and a separate ``--out``.
+
+``--jobs N`` runs N at a time on local processes, ``--ray ADDRESS`` on a Ray cluster
+(``docs/scaling.md``), one core per run.
 """
 
 import argparse
@@ -35,6 +38,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from dagopt.bench.datasets import placement_test_set
+from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
 from dagopt.bench.placement import (
     PlacementRun,
     gap_reduction,
@@ -86,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--noise-sigma", type=float, default=0.2, help="with --topologies")
     parser.add_argument("--out", default="bench-out/regal_table1.csv", help="CSV of every run")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
+    executor = executor_from_arguments(args)
 
     def options(objective: str):
         def for_method(method: str, graph) -> dict | None:
@@ -126,7 +132,13 @@ def main(argv: list[str] | None = None) -> int:
 
         for objective in args.objectives:
             run_placement_methods(
-                graphs, args.methods, objective, options(objective), done=done, on_run=record
+                graphs,
+                args.methods,
+                objective,
+                options(objective),
+                done=done,
+                on_run=record,
+                executor=executor,
             )
     summaries = summarize_placement(runs)
     sizes = sorted(g.num_nodes for g in graphs)

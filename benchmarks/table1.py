@@ -13,7 +13,8 @@ Graphs are generated from the held-out test seeds (``dagopt.bench.datasets``), t
 reference is ``approx-dp`` at the beam width given for that size. Every run is added
 to ``--out`` (CSV, rewritten atomically) as soon as it finishes; rerunning the same
 command resumes, skipping the runs already there (``--fresh`` starts over). Prints a
-markdown table beside the paper's column.
+markdown table beside the paper's column. ``--jobs N`` runs N at a time on local
+processes, ``--ray ADDRESS`` on a Ray cluster (``docs/scaling.md``), one core per run.
 """
 
 import argparse
@@ -34,6 +35,7 @@ from dagopt.bench.ordering import (
     runs_csv,
     summarize,
 )
+from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
@@ -61,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint", help="model file for the topoformer-* methods")
     parser.add_argument("--out", default="bench-out/table1.csv", help="CSV of every run")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
+    add_executor_arguments(parser)
     args = parser.parse_args(argv)
+    executor = executor_from_arguments(args)
     if len(args.beam_widths) not in (1, len(args.sizes)):
         parser.error("--beam-widths needs one value or one per size")
     widths = dict(zip(args.sizes, args.beam_widths * len(args.sizes), strict=False))
@@ -97,7 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         cases = (
             (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
         )
-        runs = run_methods(cases, args.methods, options, done=done, on_run=record)
+        runs = run_methods(
+            cases, args.methods, options, done=done, on_run=record, executor=executor
+        )
     widths_note = ", ".join(f"K={widths[s]} at {s}" for s in args.sizes)
     print(f"approx-dp reference: {widths_note}; dfs-dp capped at {args.dfs_dp_limit:g} s")
     print(f"{args.graphs} held-out graphs per size; every run in {args.out}\n")

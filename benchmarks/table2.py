@@ -20,6 +20,8 @@ already there (``--fresh`` starts over; use another ``--out`` after changing
 small size in ``--measure-modes``, runs the traced and the best dagopt order as real fx
 modules and prints their measured peaks beside the predicted ones. ``--plot`` saves mean %
 change against mean run time per method (log time axis), like the paper's Figure 3.
+``--jobs N`` / ``--ray ADDRESS`` run the solver runs on local processes or a Ray
+cluster, one core per run (``docs/scaling.md``).
 """
 
 import argparse
@@ -30,6 +32,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from dagopt.bench.ordering import read_runs_csv, runs_csv
+from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
 from dagopt.bench.realgraphs import (
     DAGOPT_METHODS,
     DEFAULT_EDGES,
@@ -95,6 +98,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="modes of the measured small graphs (default training, where orders differ)",
     )
     parser.add_argument("--plot", help="PNG of mean %% change vs mean run time per method")
+    add_executor_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -179,7 +183,14 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
                 name, size, mode = key.split("/")
                 yield key, export_zoo(name, size=size, mode=mode, cache_dir=args.cache_dir).graph
 
-        all_runs = run_graph_methods(graphs(), methods, options, done=done, on_run=record)
+        all_runs = run_graph_methods(
+            graphs(),
+            methods,
+            options,
+            done=done,
+            on_run=record,
+            executor=executor_from_arguments(args),
+        )
         rank = {key: i for i, key in enumerate(keys)}
         results = graph_results(sorted(all_runs, key=lambda r: rank[r.graph]))
         measurements = []

@@ -158,3 +158,15 @@ def test_duplicate_edges_with_different_data_raise():
         Graph(2, [0, 0], [1, 1], mem=[1, 1], edge_data={"w": [1.0, 2.0]})
     same = Graph(2, [0, 0], [1, 1], mem=[1, 1], edge_data={"w": [[1.0, 3.0], [1.0, 3.0]]})
     assert same.edge_data["w"].tolist() == [[1.0, 3.0]]
+
+
+def test_an_unpickled_graph_stays_read_only():
+    """A worker process gets graphs by pickle; numpy's pickles drop the read-only flag."""
+    import pickle
+
+    graph = Graph(3, [0, 1], [1, 2], mem=[1, 2, 3], node_data={"runtime": [1.0, 2.0, 3.0]})
+    copy = pickle.loads(pickle.dumps(graph))
+    assert copy.mem.tolist() == [1, 2, 3] and copy.topological_order.tolist() == [0, 1, 2]
+    for array in (copy.mem, copy.succ_idx, copy.node_data["runtime"]):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0

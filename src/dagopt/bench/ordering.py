@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.parallel import Job, run_jobs
 from dagopt.bench.timing import format_seconds
+from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 from dagopt.schedule import Schedule, solve
@@ -79,32 +81,39 @@ def run_methods(
     done: Iterable[Run] = (),
     on_run: Callable[[Run, Graph, np.ndarray], None] | None = None,
     solver: Callable[..., Schedule] = solve,
+    executor: Executor | None = None,
 ) -> list[Run]:
     """Run every method on every ``(size, key, graph)`` case; ``options(method, size)``
     gives the solver options (``time_limit`` included) and ``solver(graph, method,
     seed=..., **options)`` runs one. Runs already in ``done`` (same key and method) are
     kept, not repeated, so an interrupted benchmark resumes. ``on_run(run, graph,
-    order)`` is called after each new run."""
+    order)`` is called after each new run. The runs go through ``executor``
+    (``dagopt.bench.parallel.run_jobs``: in this process by default)."""
     runs = list(done)
     finished = {(r.graph, r.method) for r in runs}
+    jobs, cases_of = [], []
     for size, key, graph in cases:
         for method in methods:
-            if (key, method) in finished:
-                continue
-            schedule = solver(graph, method, seed=seed, **options(method, size))
-            run = Run(
-                size=size,
-                graph=key,
-                method=method,
-                peak_memory=schedule.peak_memory,
-                seconds=schedule.seconds,
-                proved_optimal=schedule.proved_optimal,
-            )
-            runs.append(run)
-            finished.add((key, method))
-            if on_run is not None:
-                on_run(run, graph, schedule.order)
-    return runs
+            if (key, method) not in finished:
+                finished.add((key, method))
+                jobs.append(Job(solver, graph, method, seed, options(method, size)))
+                cases_of.append((size, key))
+
+    def record(index: int, schedule: Schedule) -> Run:
+        (size, key), job = cases_of[index], jobs[index]
+        run = Run(
+            size=size,
+            graph=key,
+            method=job.method,
+            peak_memory=schedule.peak_memory,
+            seconds=schedule.seconds,
+            proved_optimal=schedule.proved_optimal,
+        )
+        if on_run is not None:
+            on_run(run, job.graph, schedule.order)
+        return run
+
+    return runs + run_jobs(jobs, record, executor)
 
 
 def summarize(runs: list[Run], reference: str = "approx-dp") -> list[Summary]:

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.parallel import Job, run_jobs
 from dagopt.bench.timing import format_seconds
+from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
 from dagopt.objectives.devices import Devices
@@ -58,6 +60,11 @@ class PlacementSummary:
     mean_seconds: float
 
 
+def _place(graph: Graph, method: str, *, seed: int, **options: Any):
+    """``place``, with the devices and objective among the options (a picklable job)."""
+    return place(graph, method, seed=seed, **options)
+
+
 def run_placement_methods(
     graphs: Iterable[Graph],
     methods: Sequence[str],
@@ -68,36 +75,44 @@ def run_placement_methods(
     seed: int = 0,
     done: Iterable[PlacementRun] = (),
     on_run: Callable[[PlacementRun], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[PlacementRun]:
     """Run every method on every graph; runs already in ``done`` are kept, not repeated.
 
     ``options(method, graph)`` gives the method's options, or ``None`` to skip it on that
-    graph (e.g. the exact solver on large graphs).
+    graph (e.g. the exact solver on large graphs). The runs go through ``executor``
+    (``dagopt.bench.parallel.run_jobs``: in this process by default).
     """
     runs = list(done)
     finished = {(r.objective, r.graph, r.method) for r in runs}
+    jobs = []
     for graph in graphs:
         for method in methods:
             given = options(method, graph)
             if (objective, graph.name, method) in finished or given is None:
                 continue
-            result = place(graph, method, devices=devices, objective=objective, seed=seed, **given)
-            run = PlacementRun(
-                objective=objective,
-                graph=graph.name,
-                nodes=graph.num_nodes,
-                method=method,
-                infeasible=result.cost[0],
-                value=result.cost[1],
-                seconds=result.seconds,
-                evaluations=result.evaluations,
-                proved_optimal=result.proved_optimal,
-            )
-            runs.append(run)
             finished.add((objective, graph.name, method))
-            if on_run is not None:
-                on_run(run)
-    return runs
+            settings = {"devices": devices, "objective": objective, **given}
+            jobs.append(Job(_place, graph, method, seed, settings))
+
+    def record(index: int, result) -> PlacementRun:
+        job = jobs[index]
+        run = PlacementRun(
+            objective=objective,
+            graph=job.graph.name,
+            nodes=job.graph.num_nodes,
+            method=job.method,
+            infeasible=result.cost[0],
+            value=result.cost[1],
+            seconds=result.seconds,
+            evaluations=result.evaluations,
+            proved_optimal=result.proved_optimal,
+        )
+        if on_run is not None:
+            on_run(run)
+        return run
+
+    return runs + run_jobs(jobs, record, executor)
 
 
 def best_known(runs: Iterable[PlacementRun]) -> dict[tuple[str, str], float]:

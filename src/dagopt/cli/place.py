@@ -1,12 +1,14 @@
 """``dagopt place`` and ``dagopt evaluate-placement``: ops on devices, and an order (paper 003)."""
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
 
+from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_batch
 from dagopt.cli.output import (
     check_output,
     console,
@@ -17,11 +19,19 @@ from dagopt.cli.output import (
 )
 from dagopt.cli.settings import parse_settings
 from dagopt.errors import InputError
+from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
+GraphsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="GRAPH...",
+        help="Graph file(s) (.json or .onnx); several, or folders, with --out-dir.",
+    ),
+]
 #: The most devices ``--devices`` takes (a guard against a mistyped count: every device
 #: adds a gene per op to the searches and a column to the cost model's arrays).
 MAX_DEVICES = 1024
@@ -102,8 +112,51 @@ def _summary(result, seconds: float | None, setup: float = 0.0) -> str:
     return line
 
 
+@dataclass(frozen=True)
+class PlaceJob:
+    """One graph's ``place`` with a command's method and options (a picklable batch job)."""
+
+    method: str
+    devices: Devices
+    objective: str
+    estimate_runtime: bool
+    peak_flops: float
+    mem_bandwidth: float
+    seed: int | None
+    time_limit: float | None
+    options: dict[str, Any]
+
+    def __call__(self, graph: Graph):
+        from dagopt.place import place
+
+        runtimes = _runtimes(graph, self.estimate_runtime, self.peak_flops, self.mem_bandwidth)
+        return place(
+            graph,
+            self.method,
+            devices=self.devices,
+            objective=self.objective,
+            runtimes=runtimes,
+            seed=self.seed,
+            time_limit=self.time_limit,
+            **self.options,
+        )
+
+
+def _result_line(method: str, objective: str, result) -> str:
+    return (
+        f"{method} ({objective}): {_summary(result, result.seconds, result.setup_seconds)}, "
+        f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
+    )
+
+
+def _write_line(out: Path, graph: Graph, result) -> str:
+    """A batch's result: the placement file, and the single-graph line."""
+    write_placement(out, graph, result)
+    return _result_line(result.method, result.objective, result)
+
+
 def place_command(
-    graph_path: GraphArg,
+    graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Placer (see `dagopt methods`).")],
     devices: DevicesOpt = 2,
     objective: ObjectiveOpt = "runtime",
@@ -135,35 +188,44 @@ def place_command(
         Path | None,
         typer.Option("--out", "-o", metavar="PLACEMENT.json", help="Write the placement here."),
     ] = None,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = 1,
+    ray: RayOpt = None,
 ) -> None:
-    """Place the ops of GRAPH on devices and order them with METHOD (paper 003)."""
-    from dagopt.place import get_placer, place  # the simulator's numba kernels load here
+    """Place the ops of GRAPH on devices and order them with METHOD (paper 003).
 
+    With --out-dir, every GRAPH (files or folders) gets DIR/<name>.placement.json, run
+    on --jobs local processes or a --ray cluster (docs/scaling.md)."""
+    from dagopt.place import get_placer  # the simulator's numba kernels load here
+
+    check_batch(graph_paths, out_dir, out, jobs, ray)
     get_placer(method)
-    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
-    graph = load(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
-    runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
     options = parse_settings(settings or [])
     if evaluations is not None:
         options["evaluations"] = evaluations
     if checkpoint is not None:
         options["checkpoint"] = checkpoint
-    with progress_on_terminal():
-        result = place(
-            graph,
-            method,
-            devices=device_set,
-            objective=objective,
-            runtimes=runtimes,
-            seed=seed,
-            time_limit=time_limit,
-            **options,
-        )
-    line = (
-        f"{method} ({objective}): {_summary(result, result.seconds, result.setup_seconds)}, "
-        f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
+    job = PlaceJob(
+        method,
+        device_set,
+        objective,
+        estimate_runtime,
+        peak_flops,
+        mem_bandwidth,
+        seed,
+        time_limit,
+        options,
     )
+    if out_dir is not None:
+        run_batch(graph_paths, out_dir, ".placement.json", job, _write_line, Executor(jobs, ray))
+        return
+    graph_path = graph_paths[0]
+    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
+    graph = load(graph_path)
+    with progress_on_terminal():
+        result = job(graph)
+    line = _result_line(method, objective, result)
     if out is not None:
         path = write_placement(out, graph, result)
         line += f"; wrote {path}"

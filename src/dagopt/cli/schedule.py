@@ -1,13 +1,15 @@
 """``dagopt schedule`` and ``dagopt evaluate``: execution orders for peak memory."""
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_batch
 from dagopt.cli.output import (
     check_output,
     console,
@@ -16,20 +18,75 @@ from dagopt.cli.output import (
     fmt_seconds,
     progress_on_terminal,
 )
+from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
-from dagopt.schedule import get_solver, solve
+from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
+GraphsArg = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="GRAPH...", help="Graph file(s); several, or folders of them, with --out-dir."
+    ),
+]
 KeepOutputs = Annotated[
     bool,
     typer.Option("--keep-outputs", help="Keep graph outputs (sinks) alive to the end."),
 ]
 
 
+@dataclass(frozen=True)
+class SolveJob:
+    """One graph's ``solve`` with a command's method and options (a picklable batch job)."""
+
+    method: str
+    seed: int | None
+    time_limit: float | None
+    keep_outputs: bool
+    options: dict[str, Any]
+
+    def __call__(self, graph: Graph) -> Schedule:
+        return solve(
+            graph,
+            self.method,
+            seed=self.seed,
+            time_limit=self.time_limit,
+            keep_outputs=self.keep_outputs,
+            **self.options,
+        )
+
+
+def _result_line(graph: Graph, result: Schedule) -> str:
+    return (
+        f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
+        f"lower bound {fmt_mem(lower_bound(graph))}, "
+        f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
+        f"proved optimal: {fmt_proved(result.proved_optimal)}"
+    )
+
+
+def _write(out: Path, graph: Graph, result: Schedule) -> Path:
+    return write_order(
+        out,
+        graph,
+        result.order,
+        method=result.method,
+        peak_memory=result.peak_memory,
+        seconds=result.seconds,
+        proved_optimal=result.proved_optimal,
+    )
+
+
+def _write_line(out: Path, graph: Graph, result: Schedule) -> str:
+    """A batch's result: the order file, and the single-graph line."""
+    _write(out, graph, result)
+    return _result_line(graph, result)
+
+
 def schedule(
-    graph_path: GraphArg,
+    graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Solver (see `dagopt methods`).")],
     beam_width: Annotated[
         int | None, typer.Option(min=1, help="Beam width (approx-dp).", show_default=False)
@@ -63,11 +120,16 @@ def schedule(
         Path | None,
         typer.Option("--out", "-o", metavar="ORDER.json", help="Write the order file here."),
     ] = None,
+    out_dir: OutDirOpt = None,
+    jobs: JobsOpt = 1,
+    ray: RayOpt = None,
 ) -> None:
-    """Find an execution order of GRAPH with METHOD and print its peak memory in one line."""
+    """Find an execution order of GRAPH with METHOD and print its peak memory in one line.
+
+    With --out-dir, every GRAPH (files or folders) gets DIR/<name>.order.json, run on
+    --jobs local processes or a --ray cluster (docs/scaling.md)."""
+    check_batch(graph_paths, out_dir, out, jobs, ray)
     get_solver(method)
-    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
-    graph = load(graph_path)
     given = {
         "beam_width": beam_width,
         "max_states": max_states,
@@ -77,27 +139,18 @@ def schedule(
         "windows": windows,
     }
     options = {key: value for key, value in given.items() if value is not None}
+    job = SolveJob(method, seed, time_limit, keep_outputs, options)
+    if out_dir is not None:
+        run_batch(graph_paths, out_dir, ".order.json", job, _write_line, Executor(jobs, ray))
+        return
+    graph_path = graph_paths[0]
+    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
+    graph = load(graph_path)
     with progress_on_terminal():
-        result = solve(
-            graph, method, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options
-        )
-    line = (
-        f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(lower_bound(graph))}, "
-        f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
-        f"proved optimal: {fmt_proved(result.proved_optimal)}"
-    )
+        result = job(graph)
+    line = _result_line(graph, result)
     if out is not None:
-        path = write_order(
-            out,
-            graph,
-            result.order,
-            method=result.method,
-            peak_memory=result.peak_memory,
-            seconds=result.seconds,
-            proved_optimal=result.proved_optimal,
-        )
-        line += f"; wrote {path}"
+        line += f"; wrote {_write(out, graph, result)}"
     console.print(line, markup=False)
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dagopt.cli.batch import JobsOpt, RayOpt
 from dagopt.cli.output import console, progress_bar
 from dagopt.cli.settings import parse_settings
 
@@ -24,6 +25,7 @@ def _run(
     config: Any,
     resume: bool,
     describe: Callable[[Any], str],
+    **options: Any,
 ) -> None:
     """Run ``train`` (a ``dagopt.train`` entry point) with a progress bar and one line
     per epoch (``describe``) on stdout."""
@@ -36,7 +38,7 @@ def _run(
         def on_epoch(metrics: Any) -> None:
             console.print(describe(metrics), markup=False)
 
-        train(run_dir, config, resume=resume, progress=progress, on_epoch=on_epoch)
+        train(run_dir, config, resume=resume, progress=progress, on_epoch=on_epoch, **options)
     console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
 
 
@@ -99,10 +101,16 @@ def placement(
     ] = None,
     resume: ResumeOpt = False,
     threads: ThreadsOpt = None,
+    jobs: JobsOpt = 1,
+    ray: RayOpt = None,
 ) -> None:
-    """REGAL policy for BRKGA's mutant distributions, REINFORCE (paper 003, section 2.3)."""
+    """REGAL policy for BRKGA's mutant distributions, REINFORCE (paper 003, section 2.3).
+
+    --jobs / --ray run the BRKGA runs (references, rewards) on local processes or Ray
+    workers; the learner stays here (docs/scaling.md)."""
     _set_threads(threads)
     from dagopt.configs import read_config
+    from dagopt.executor import Executor
     from dagopt.train.regal.config import RegalTrainConfig
     from dagopt.train.regal.trainer import RegalEpoch, train_regal
 
@@ -124,7 +132,8 @@ def placement(
             f"entropy {m.entropy:.3f}{mark}, {m.seconds:.0f} s"
         )
 
-    _run(train_regal, run_dir, cfg, resume, describe)
+    executor = Executor(jobs=jobs, ray=ray)
+    _run(train_regal, run_dir, cfg, resume, describe, executor=executor)
 
 
 @train_app.command()

@@ -201,6 +201,16 @@ class Graph:
         return f"Graph(name={self.name!r}, nodes={self.num_nodes}, edges={self.num_edges})"
 
     # ---------------------------------------------------------------- basic views
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """An unpickled graph (in a worker process) is read-only like the original:
+        numpy's pickles drop the flag, and numba compiles a writable array as another
+        type (a first solve in each worker would compile its kernels again)."""
+        for value in state.values():
+            for array in value.values() if isinstance(value, dict) else (value,):
+                if isinstance(array, np.ndarray):
+                    array.setflags(write=False)
+        self.__dict__.update(state)
+
     @property
     def num_edges(self) -> int:
         return int(self.succ_idx.size)

@@ -8,6 +8,11 @@ distributions ``D``. Every BRKGA run on a graph uses the graph's seed, the one
 ``H(G, U)`` was computed with (common random numbers): the reward then differs from -1
 only through ``D``. A solution over the memory limit scores ``-INFEASIBLE_RATIO``
 (A.2); graphs on which standard BRKGA finds nothing feasible are left out.
+
+The BRKGA runs are most of a run's time and independent of each other, so the
+reference runs and the rewards of a batch go through a ``dagopt.executor.Executor``
+(``dagopt train placement --jobs N`` or ``--ray ADDRESS``); the learner stays in this
+process, and each run's seed makes the rewards the serial run's.
 """
 
 import json
@@ -20,6 +25,8 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
+from dagopt.errors import SolverError
+from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.nn.regal import (
@@ -72,11 +79,27 @@ def brkga_outcome(
     return run_brkga(problem, seed=seed, params=params, distributions=distributions)
 
 
+def values(outcomes: list, what: str) -> list:
+    """The values of executor outcomes; the first failure is a ``SolverError``."""
+    failed = next((o.error for o in outcomes if not o.ok), None)
+    if failed is not None:
+        raise SolverError(f"{what} failed: {failed}")
+    return [o.value for o in outcomes]
+
+
 class BrkgaEnv(Environment):
     """REGAL's environment: an action's reward is ``-H(G, D) / H(G, U)``."""
 
-    def __init__(self, config: RegalTrainConfig) -> None:
+    def __init__(self, config: RegalTrainConfig, executor: Executor | None = None) -> None:
         self.config = config
+        self.executor = executor or Executor()
+
+    def rewards(self, episodes: list[tuple[TrainingGraph, RegalAction]]) -> list[float]:
+        """``reward`` of every ``(instance, action)`` pair, on the run's executor."""
+        return values(self.executor.map(self._reward_of, episodes), "a reward's BRKGA run")
+
+    def _reward_of(self, episode: tuple[TrainingGraph, RegalAction]) -> float:
+        return self.reward(*episode)
 
     def reward(self, instance: TrainingGraph, action: RegalAction) -> float:
         grid = beta_grid(self.config.policy, instance.inputs)
@@ -87,12 +110,9 @@ class BrkgaEnv(Environment):
     def greedy_ratio(self, policy: RegalPolicy, graphs: list[TrainingGraph]) -> float:
         """Mean ``H(G, D) / H(G, U)`` over ``graphs`` with the policy's modal action."""
         policy.eval()
-        ratios = []
         with torch.inference_mode():
-            for item in graphs:
-                action = sample_actions(*policy(item.inputs), greedy=True)
-                ratios.append(-self.reward(item, action))
-        return float(np.mean(ratios))
+            actions = [sample_actions(*policy(item.inputs), greedy=True) for item in graphs]
+        return -float(np.mean(self.rewards(list(zip(graphs, actions, strict=True)))))
 
 
 def cached_per_seed(
@@ -101,20 +121,41 @@ def cached_per_seed(
     compute: Callable[[int], Any],
     stage: str,
     progress: Progress | None,
+    executor: Executor | None = None,
 ) -> dict[int, Any]:
-    """``compute(seed)`` for every seed, kept in the JSON file ``path`` across runs.
+    """``compute(seed)`` for every seed, kept in the JSON file ``path`` across runs,
+    computed on ``executor`` (default: in this process).
 
     Saved every 50 seeds, so an interrupted run recomputes at most that many.
     """
     known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
     missing = [s for s in seeds if s not in known]
-    for i, seed in enumerate(missing):
-        known[seed] = compute(seed)
-        if (i + 1) % 50 == 0 or i + 1 == len(missing):
+    finished = 0
+
+    def save(index: int, outcome) -> None:
+        nonlocal finished
+        finished += 1
+        if outcome.ok:
+            known[missing[index]] = outcome.value
+        if finished % 50 == 0 or finished == len(missing):
             write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
         if progress is not None:
-            progress(stage, i + 1, len(missing))
+            progress(stage, finished, len(missing))
+
+    values((executor or Executor()).map(compute, missing, on_done=save), stage)
     return known
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Standard BRKGA's cost on a graph seed, ``None`` if infeasible (a picklable job)."""
+
+    config: RegalTrainConfig
+    graphs: dict[int, Graph]
+
+    def __call__(self, seed: int) -> float | None:
+        infeasible, value = brkga_outcome(self.config, self.graphs[seed], seed).cost
+        return None if infeasible else value
 
 
 def references(
@@ -122,15 +163,16 @@ def references(
     config: RegalTrainConfig,
     graphs: dict[int, Graph],
     progress: Progress | None,
+    executor: Executor | None = None,
 ) -> dict[int, float | None]:
     """``H(G, U)`` per graph seed (``None``: nothing feasible), in ``reference.json``."""
-
-    def reference(seed: int) -> float | None:
-        infeasible, value = brkga_outcome(config, graphs[seed], seed).cost
-        return None if infeasible else value
-
     return cached_per_seed(
-        run_dir / REFERENCE_FILE, list(graphs), reference, "reference BRKGA runs", progress
+        run_dir / REFERENCE_FILE,
+        list(graphs),
+        Reference(config, graphs),
+        "reference BRKGA runs",
+        progress,
+        executor,
     )
 
 

@@ -12,7 +12,9 @@ seed), ``imitation.json`` (the imitated keys, if any), ``state.pt``, ``model.pt`
 policy with the best validation ratio so far), ``metrics.csv`` and
 ``learning_curve.png``. Each epoch's randomness derives from ``(seed, epoch)``, so a
 resumed run matches an uninterrupted one. ``fit`` (``dagopt.train.loop``) owns epochs,
-files and resume.
+files and resume. The BRKGA runs (references, rewards, validation) go through an
+optional ``dagopt.executor.Executor`` (local processes or Ray workers); the policy and
+its updates stay in this process, and the results are the serial run's.
 """
 
 from collections.abc import Callable, Sequence
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dagopt.executor import Executor
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.nn.checkpoint import save_model
@@ -78,7 +81,13 @@ class RegalTrainer(Trainer):
     row_type = RegalEpoch
     ylabel = "H(G, D) / H(G, U)"
 
-    def __init__(self, run_dir: Path, config: RegalTrainConfig, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        config: RegalTrainConfig,
+        progress: Progress | None,
+        executor: Executor | None = None,
+    ) -> None:
         self.run_dir, self.config = run_dir, config
         self.title = f"REGAL training ({config.objective})"
         train_seeds = list(range(config.train_graphs))
@@ -87,10 +96,10 @@ class RegalTrainer(Trainer):
             s: placement_graph(s, topologies=config.topologies, noise_sigma=config.noise_sigma)
             for s in train_seeds + valid_seeds
         }
-        reference_of = references(run_dir, config, graphs, progress)
+        reference_of = references(run_dir, config, graphs, progress, executor)
         self.training = graph_set(config, train_seeds, graphs, reference_of, progress)
         self.validation = graph_set(config, valid_seeds, graphs, reference_of, progress)
-        self.env = BrkgaEnv(config)
+        self.env = BrkgaEnv(config, executor)
         torch.manual_seed(config.seed)
         self.policy = RegalPolicy(config.policy)
         self.baseline = make_baseline(config)
@@ -122,10 +131,9 @@ class RegalTrainer(Trainer):
         inputs = batch_inputs([item.inputs for item in episodes])
         logits = self.policy(inputs)
         action = sample_actions(*logits, generator=generator)
-        rewards = [
-            self.env.reward(item, part)
-            for item, part in zip(episodes, split_action(action, inputs.ptr), strict=True)
-        ]
+        rewards = self.env.rewards(
+            list(zip(episodes, split_action(action, inputs.ptr), strict=True))
+        )
         reward = torch.tensor(rewards, dtype=torch.float32)
         value, baseline_loss = self.baseline.evaluate(inputs, reward)
         log_prob = action_log_prob(*logits, action, ptr=inputs.ptr)
@@ -204,12 +212,14 @@ def train_regal(
     resume: bool = False,
     progress: Progress | None = None,
     on_epoch: Callable[[RegalEpoch], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[RegalEpoch]:
     """Train (or, with ``resume``, continue) a REGAL policy in ``run_dir``; returns the
-    history. ``progress(stage, done, total)`` reports the reference runs and batches."""
+    history. ``progress(stage, done, total)`` reports the reference runs and batches;
+    ``executor`` runs the BRKGA runs (default: in this process)."""
     run_dir = Path(run_dir)
     if config is not None:
         check_policy_fits(config.policy)  # before open_run and the reference runs
     config = rundir.open_run(run_dir, config, resume=resume, config_type=RegalTrainConfig)
-    trainer = RegalTrainer(run_dir, config, progress)
+    trainer = RegalTrainer(run_dir, config, progress, executor)
     return fit(run_dir, trainer, config.epochs, resume=resume, progress=progress, on_epoch=on_epoch)

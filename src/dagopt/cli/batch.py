@@ -1,0 +1,193 @@
+"""Many graphs in one command: ``dagopt schedule|place GRAPH... --out-dir DIR``.
+
+The graphs (files, or folders of graph files) run through ``dagopt.executor``: in this
+process, on ``--jobs N`` local processes, or on a Ray cluster (``--ray ADDRESS``). This
+process reads every graph (so Ray workers need no shared file system), writes each
+graph's result atomically to ``DIR/<graph file stem><suffix>`` as soon as it comes
+back, and skips graphs whose result file is already there: rerunning an interrupted
+batch resumes it. A graph that fails (a bad file, a solver error) is reported and the
+others go on. ``DIR/summary.csv`` gets one row per graph, read back from the result
+files, so resumed and new graphs look alike. Each graph gets the same seed and options
+as a single-graph run, so the results are the serial run's.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dagopt.cli.output import console, err_console, progress_bar
+from dagopt.errors import InputError, SolverError
+from dagopt.executor import Executor, Outcome, error_line
+from dagopt.graph import Graph
+from dagopt.io import READERS, load
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.csvrows import rows_to_csv
+from dagopt.io.json import read_json_file
+
+SUMMARY_FILE = "summary.csv"
+
+OutDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--out-dir",
+        metavar="DIR",
+        help="Run every GRAPH (files or folders); one result file per graph here, "
+        "graphs already done are skipped, a summary in DIR/summary.csv.",
+        show_default=False,
+    ),
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Local worker processes.")]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="ADDRESS",
+        help="Run on a Ray cluster: auto, HOST:PORT, or local (a Ray instance here "
+        "on --jobs CPUs). Needs Ray, the extra named ray.",
+        show_default=False,
+    ),
+]
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """One graph of a batch in ``summary.csv``: where its result is and what it says
+    (``peak_memory`` of a placement: its largest device peak)."""
+
+    graph: str
+    output: str
+    status: str  # "new", "resumed" or "failed"
+    method: str
+    objective: str
+    peak_memory: float | None
+    makespan: float | None
+    feasible: bool | None
+    seconds: float | None
+    proved_optimal: bool | None
+    error: str
+
+
+def graph_files(paths: list[Path]) -> list[Path]:
+    """The graph files named by ``paths``: files as given, folders as their files with a
+    graph suffix (``dagopt.io.READERS``), sorted; two with one stem are an error."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in READERS)
+            if not found:
+                raise InputError(f"{path}: no graph files ({', '.join(sorted(READERS))})")
+            files += found
+        else:
+            files.append(path)
+    seen: dict[str, Path] = {}
+    for file in files:
+        if file.stem in seen and seen[file.stem] != file:
+            raise InputError(f"{seen[file.stem]} and {file} would share one result file")
+        seen[file.stem] = file
+    return list(dict.fromkeys(files))
+
+
+def check_batch(graphs: list[Path], out_dir: Path | None, out: Path | None, jobs: int, ray):
+    """Refuse a batch option without ``--out-dir`` and several graphs without it."""
+    if out_dir is None:
+        if len(graphs) > 1:
+            raise InputError("several graphs need --out-dir DIR (one result file per graph)")
+        if jobs > 1 or ray is not None:
+            raise InputError("--jobs and --ray run a batch: give --out-dir DIR")
+    elif out is not None:
+        raise InputError("--out names one result file; with --out-dir every graph gets one")
+
+
+def _row(graph: Path, output: Path, status: str) -> BatchRow:
+    """The summary row of a graph whose result file is ``output``."""
+    data = read_json_file(output)
+    peak = data.get("peak_memory")
+    return BatchRow(
+        graph=str(graph),
+        output=str(output),
+        status=status,
+        method=str(data.get("method", "")),
+        objective=str(data.get("objective", "")),
+        peak_memory=max(peak) if isinstance(peak, list) and peak else peak,
+        makespan=data.get("makespan"),
+        feasible=data.get("feasible"),
+        seconds=data.get("seconds"),
+        proved_optimal=data.get("proved_optimal"),
+        error="",
+    )
+
+
+def _report_failure(graph: Path, error: str) -> None:
+    """One line on stderr: the graph (unless the message names it) and why it failed."""
+    where = "" if error.startswith(str(graph)) else f"{graph}: "
+    err_console.print(f"failed: {where}{error}", markup=False)
+
+
+def _failed(graph: Path, error: str) -> BatchRow:
+    return BatchRow(str(graph), "", "failed", "", "", None, None, None, None, None, error)
+
+
+def run_batch(
+    paths: list[Path],
+    out_dir: Path,
+    suffix: str,
+    job: Callable[[Graph], Any],
+    write: Callable[[Path, Graph, Any], str],
+    executor: Executor,
+) -> list[BatchRow]:
+    """Run ``job`` on every graph of ``paths`` not done yet in ``out_dir``; ``write(path,
+    graph, result)`` writes one result file and returns the line to print. Writes the
+    summary and raises ``SolverError`` if a graph failed (after all the others ran)."""
+    files = graph_files(paths)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"{out_dir}: is a file, not a directory")
+    if any(p.is_dir() and p.resolve() == out_dir.resolve() for p in paths):
+        raise InputError(f"{out_dir}: is an input folder; write the results elsewhere")
+    outputs = [out_dir / f"{file.stem}{suffix}" for file in files]
+    rows: list[BatchRow | None] = [
+        _row(f, o, "resumed") if o.exists() else None for f, o in zip(files, outputs, strict=True)
+    ]
+    todo, graphs = [], []
+    for i, file in enumerate(files):
+        if rows[i] is None:
+            try:
+                graphs.append(load(file))
+                todo.append(i)
+            except (InputError, OSError) as exc:
+                rows[i] = _failed(file, error_line(exc))
+                _report_failure(file, rows[i].error)
+    with progress_bar() as bar:
+        task = bar.add_task(f"graphs ({executor_name(executor)})", total=len(todo))
+
+        def done(k: int, outcome: Outcome) -> None:
+            i = todo[k]
+            if outcome.ok:
+                line = write(outputs[i], graphs[k], outcome.value)
+                rows[i] = _row(files[i], outputs[i], "new")
+                console.print(f"{files[i]}: {line}", markup=False)
+            else:
+                rows[i] = _failed(files[i], outcome.error)
+                _report_failure(files[i], outcome.error)
+            bar.advance(task)
+
+        executor.map(job, graphs, on_done=done)
+    summary = write_text_atomic(out_dir / SUMMARY_FILE, rows_to_csv(rows, BatchRow))
+    counts = {s: sum(r.status == s for r in rows) for s in ("new", "resumed", "failed")}
+    console.print(
+        f"{len(rows)} graphs: {counts['new']} new, {counts['resumed']} resumed, "
+        f"{counts['failed']} failed; summary in {summary}",
+        markup=False,
+    )
+    if counts["failed"]:
+        raise SolverError(f"{counts['failed']} of {len(rows)} graphs failed; see {summary}")
+    return rows
+
+
+def executor_name(executor: Executor) -> str:
+    """Where a batch runs, for the progress bar."""
+    if executor.ray is not None:
+        return f"Ray at {executor.ray}"
+    return f"{executor.jobs} processes" if executor.jobs > 1 else "serial"
