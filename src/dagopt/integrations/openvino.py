@@ -1,15 +1,15 @@
 """Measured latency of device placements on OpenVINO (paper 004, section 3).
 
 ``OpenVinoLatency`` is a latency environment (``dagopt.objectives.latency.LatencyModel``,
-hence a ``CostModel``) that runs a placement for real: every op of the model gets the OpenVINO device of its graph node as
-its ``affinity`` (constant ops take their first consumer's), the model is compiled on
-the ``HETERO`` device with those devices, and inference on a fixed random input is
-timed ``runs`` times; the latency is the mean of the last ``keep`` (the paper's
-protocol: 10 runs, the mean of the last 5). OpenVINO picks the execution order, so the
-orders placers pass are ignored. A placement OpenVINO cannot compile or run is
-infeasible (and counted in ``failures``), never a crash. ``measure_auto`` times the
-framework's own choice (section 3.3): OpenVINO's ``AUTO`` device or ``HETERO`` without
-affinities.
+hence a ``CostModel``) that runs a placement for real: every op of the model gets the
+OpenVINO device of its graph node as its ``affinity`` (constant ops take their first
+consumer's), the model is compiled on the ``HETERO`` device with those devices, and
+inference on a fixed random input is timed ``runs`` times; the latency is the mean of
+the last ``keep`` (the paper's protocol: 10 runs, the mean of the last 5). OpenVINO
+picks the execution order, so the orders placers pass are ignored. A placement
+OpenVINO cannot compile or run is infeasible (and counted in ``failures``), never a
+crash. ``measure_auto`` times the framework's own choice (section 3.3): OpenVINO's
+``AUTO`` device or ``HETERO`` without affinities.
 
 On a machine without a second device, ``register_cpu_twice`` registers the CPU plugin a
 second time under another name, so HETERO splits a model between two CPU "devices":
@@ -119,7 +119,7 @@ class OpenVinoLatency(LatencyModel):
             raise InputError(f"the framework's choice is AUTO or HETERO, not {device!r}")
         for op in self.model.get_ordered_ops():
             info = op.get_rt_info()
-            if "affinity" in info.keys():
+            if "affinity" in info:
                 del info["affinity"]  # HETERO assigns affinities itself
         priorities = ",".join(dict.fromkeys(self.device_names))
         try:

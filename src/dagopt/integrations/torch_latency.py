@@ -108,9 +108,7 @@ def placed_module(
                 return env[u]
             key = (u, k)
             if key not in copies:
-                copies[key] = new.call_method(
-                    "to", (env[u], devices[k]), {"non_blocking": True}
-                )
+                copies[key] = new.call_method("to", (env[u], devices[k]), {"non_blocking": True})
             return copies[key]
 
         copied = new.node_copy(node, read)
