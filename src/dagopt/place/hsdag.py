@@ -36,6 +36,7 @@ from dagopt.place.pergraph import (
     check_budget,
     discounted_returns,
     group_features,
+    one_thread,
     parse_ablate,
     torch_seed,
 )
@@ -81,25 +82,26 @@ def hsdag(
     policy = HsdagPolicy(HsdagConfig(x.shape[1], hidden, problem.num_devices, parsing_levels))
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline() if baseline == "exponential" else NoBaseline()
-    for _ in range(int(episodes)):
-        z = policy.embed(x, edges)  # eq. 6: the same for every step of the episode
-        memory = torch.zeros(search.groups, hidden)
-        log_probs, placements = [], []
-        for _ in range(int(steps)):
-            parsing = policy.parse(z, edges, memory)
-            sampler = torch.distributions.Categorical(logits=parsing.logits)
-            action = sampler.sample()
-            log_probs.append(sampler.log_prob(action).sum())
-            placements.append(action.numpy()[parsing.group])
-            memory = parsing.state()
-        ratio = search.measure(np.stack(placements))
-        rewards = np.where(ratio < FAILED_RATIO, 1.0 / ratio, 0.0)
-        reward = torch.from_numpy(discounted_returns(rewards, discount))
-        value, _ = critic.evaluate(None, reward)
-        loss = policy_gradient_loss(torch.stack(log_probs), reward, value)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        if search.out_of_time():
-            break
+    with one_thread():
+        for _ in range(int(episodes)):
+            z = policy.embed(x, edges)  # eq. 6: the same for every step of the episode
+            memory = torch.zeros(search.groups, hidden)
+            log_probs, placements = [], []
+            for _ in range(int(steps)):
+                parsing = policy.parse(z, edges, memory)
+                sampler = torch.distributions.Categorical(logits=parsing.logits)
+                action = sampler.sample()
+                log_probs.append(sampler.log_prob(action).sum())
+                placements.append(action.numpy()[parsing.group])
+                memory = parsing.state()
+            ratio = search.measure(np.stack(placements))
+            rewards = np.where(ratio < FAILED_RATIO, 1.0 / ratio, 0.0)
+            reward = torch.from_numpy(discounted_returns(rewards, discount))
+            value, _ = critic.evaluate(None, reward)
+            loss = policy_gradient_loss(torch.stack(log_probs), reward, value)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if search.out_of_time():
+                break
     return search.result()
