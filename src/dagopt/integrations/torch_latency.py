@@ -204,11 +204,10 @@ def _op_seconds(
     device: torch.device,
     state: dict[str, torch.Tensor],
     inputs: Sequence[torch.Tensor],
-    repeats: int,
 ) -> dict[str, float]:
-    """Median seconds of every ``call_function`` node run alone on ``device``."""
+    """Seconds of every ``call_function`` node run alone on ``device``, in one pass."""
     values: dict[torch.fx.Node, Any] = {}
-    times: dict[str, list[float]] = {}
+    times: dict[str, float] = {}
     placeholders = iter(inputs)
     to_device = lambda v: v.to(device) if isinstance(v, torch.Tensor) else v  # noqa: E731
     for node in torch_graph.graph_module.graph.nodes:
@@ -221,15 +220,12 @@ def _op_seconds(
             if "device" in kwargs:
                 kwargs = {**kwargs, "device": device}
             args, kwargs = pytree.tree_map(to_device, (args, kwargs))
-            seconds = []
-            for _ in range(repeats):
-                _synchronize([device])
-                began = time.perf_counter()
-                values[node] = node.target(*args, **kwargs)
-                _synchronize([device])
-                seconds.append(time.perf_counter() - began)
-            times[node.name] = seconds
-    return {name: statistics.median(s) for name, s in times.items()}
+            _synchronize([device])
+            began = time.perf_counter()
+            values[node] = node.target(*args, **kwargs)
+            _synchronize([device])
+            times[node.name] = time.perf_counter() - began
+    return times
 
 
 def copy_benchmark(
@@ -262,17 +258,25 @@ def profile_torch(
 ) -> Profile:
     """A ``Profile`` of ``torch_graph`` on ``device_names`` (module docstring).
 
-    Inputs, outputs and nodes that run nothing get 0 seconds. ``repeats`` runs of the
-    whole graph on each device, after one warm-up run, give each op's median."""
+    Inputs, outputs and nodes that run nothing get 0 seconds. After a warm-up run on
+    every device, ``repeats`` rounds run the whole graph once on each device in turn
+    (so that a machine's drifting load spreads over the devices alike); an op's time is
+    its median over the rounds."""
     devices = check_torch_devices(device_names)
     latency = TorchLatency(torch_graph, device_names, inputs)
-    columns = []
+    runs: list[dict[str, list[float]]] = [{} for _ in devices]
     with torch.no_grad():
-        for k, device in enumerate(devices):
-            _op_seconds(torch_graph, device, latency.state[k], inputs, 1)  # warm-up
-            columns.append(_op_seconds(torch_graph, device, latency.state[k], inputs, repeats))
+        for round_ in range(repeats + 1):
+            for k, device in enumerate(devices):
+                times = _op_seconds(torch_graph, device, latency.state[k], inputs)
+                for name, seconds in times.items():
+                    if round_:  # round 0 warms up
+                        runs[k].setdefault(name, []).append(seconds)
     names = torch_graph.graph.names
-    seconds = tuple(tuple(column.get(name, 0.0) for column in columns) for name in names)
+    seconds = tuple(
+        tuple(statistics.median(run[name]) if name in run else 0.0 for run in runs)
+        for name in names
+    )
     copies = [
         row
         for a in dict.fromkeys(devices)
