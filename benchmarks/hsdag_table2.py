@@ -60,7 +60,7 @@ def run_model(model: str, args: argparse.Namespace, seed: int) -> list[dict]:
     if len(args.devices) > 1:
         final["GPU-only"] = np.ones(n, np.int64)
     seen, seconds, evaluations = {}, {}, 0
-    for method in (*LEARNED, *args.search):
+    for method in ("hsdag", *args.learned, *args.search):
         options = dict(budget) if method in LEARNED else {"evaluations": evaluations}
         if method == "regal" and getattr(env, "runtimes", None) is None:
             continue  # REGAL's features read op runtimes: simulated and profiled only
@@ -119,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=20, help="interleaved re-measurements")
     parser.add_argument("--random", type=int, default=200, help="random placements measured")
     parser.add_argument("--noise", type=float, default=0.05, help="simulated / profiled noise")
+    parser.add_argument("--learned", nargs="*", default=["placeto", "rnn-placer"],
+                        help="learned baselines trained with HSDAG's budget")  # fmt: skip
     parser.add_argument("--search", nargs="*", default=["brkga", "regal"],
                         help="search placers given HSDAG's evaluations")  # fmt: skip
     args = parser.parse_args(argv)
