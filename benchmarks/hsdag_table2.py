@@ -87,7 +87,7 @@ def run_model(model: str, args: argparse.Namespace, seed: int) -> list[dict]:
     rows = [{"name": name, "seen": seen.get(name), "seconds": seconds.get(name),
              "measured": interval(values)} for name, values in measured.items()]  # fmt: skip
     rows.append({"name": "random (median)", "seen": None, "seconds": None,
-                 "measured": (statistics.median(randoms), min(randoms), max(randoms))})  # fmt: skip
+                 "measured": interval(randoms)})  # fmt: skip
     for row in rows:
         row["failed"] = env.failures
     return rows
