@@ -40,6 +40,7 @@ from dagopt.place.pergraph import (
     parse_ablate,
     torch_seed,
 )
+from dagopt.progress import report
 
 HSDAG_BASELINES = ("none", "exponential")
 
@@ -83,7 +84,7 @@ def hsdag(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline() if baseline == "exponential" else NoBaseline()
     with one_thread():
-        for _ in range(int(episodes)):
+        for episode in range(int(episodes)):
             z = policy.embed(x, edges)  # eq. 6: the same for every step of the episode
             memory = torch.zeros(search.groups, hidden)
             log_probs, placements = [], []
@@ -102,6 +103,7 @@ def hsdag(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            report("hsdag: episodes", episode + 1, int(episodes))
             if search.out_of_time():
                 break
     return search.result()

@@ -20,6 +20,7 @@ from dagopt.place.pergraph import (
     one_thread,
     torch_seed,
 )
+from dagopt.progress import report
 
 
 @register_placer(
@@ -52,7 +53,7 @@ def placeto(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline()
     with one_thread():
-        for _ in range(int(episodes)):
+        for episode in range(int(episodes)):
             devices = torch.zeros(int(steps), search.groups, dtype=torch.long)
             placed = torch.zeros(search.groups, dtype=torch.bool)
             log_prob = torch.zeros(int(steps))
@@ -70,6 +71,7 @@ def placeto(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            report("placeto: episodes", episode + 1, int(episodes))
             if search.out_of_time():
                 break
     return search.result()

@@ -18,6 +18,7 @@ from dagopt.place.pergraph import (
     one_thread,
     torch_seed,
 )
+from dagopt.progress import report
 
 
 @register_placer(
@@ -50,7 +51,7 @@ def rnn_placer(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline()
     with one_thread():
-        for _ in range(int(episodes)):
+        for episode in range(int(episodes)):
             actions, log_prob = policy(x, int(steps))
             devices = np.empty((int(steps), search.groups), dtype=np.int64)
             devices[:, order] = actions.numpy()
@@ -60,6 +61,7 @@ def rnn_placer(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            report("rnn-placer: episodes", episode + 1, int(episodes))
             if search.out_of_time():
                 break
     return search.result()
