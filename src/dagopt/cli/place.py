@@ -109,7 +109,10 @@ def _device_list(devices: str) -> int | list[str]:
     if text.isdigit():
         count = int(text)
         if not 1 <= count <= MAX_DEVICES:
-            raise InputError(f"--devices must be 1..{MAX_DEVICES}, got {count}")
+            raise InputError(
+                f"invalid value for '--devices': {text} (a count must be at least 1 and less "
+                f"than or equal to {MAX_DEVICES}; device names need --env)"
+            )
         return count
     return [part.strip() for part in text.split(",") if part.strip()]
 
