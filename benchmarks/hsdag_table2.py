@@ -1,20 +1,26 @@
-"""Paper 004, Table 2 on a SIMULATED CPU + GPU: HSDAG against the single devices, random
-placements and BRKGA. Simulated, not measured: op times are roofline estimates.
+"""Paper 004, Table 2: HSDAG against the single devices, the framework's choice, Placeto,
+the RNN placer, BRKGA, REGAL and random placements, in one latency environment.
 
-    python benchmarks/hsdag_table2.py                 # 3 models x seeds 0, 1, 2
-    python benchmarks/hsdag_table2.py --models resnet-50 --seeds 0
+    python benchmarks/hsdag_table2.py                       # SIMULATED CPU + GPU, 3 seeds
+    python benchmarks/hsdag_table2.py --env profiled        # PREDICTED from the shipped
+                                                            # CPU-only profiles (cpu,cpu)
+    python benchmarks/hsdag_table2.py --env torch --devices cpu,cuda:0      # GPU machine
+    python benchmarks/hsdag_table2.py --env openvino --devices cpu,gpu      # GPU machine
 
-The graphs are Inception-V3 (299 px), ResNet-50 (224 px) and BERT-base (8 tokens) from
-the zoo (random weights), read through OpenVINO (``dagopt.io.openvino``). Each op's
-seconds on each device come from ``estimate_runtimes`` with the device's peak FLOP/s,
-memory bandwidth and per-op launch cost (``DEVICES``); a tensor crossing devices pays
-the link's latency plus bytes over its bandwidth (``LINK``); paper 003's simulator
-(``SimulatedCostModel``) gives the latency of a placement. Rows: every op on the CPU,
-every op on the GPU, the median of 200 uniformly random placements, BRKGA and HSDAG
-with the same number of simulated placements (HSDAG: Table 4's 100 episodes x 20 steps,
-plus its device-0 reference). The paper's Table 2 measured Inception-V3 at 0.0128 s on
-its CPU and 0.0105 s with HSDAG, ResNet-50 at 0.0160 s / 0.00766 s and BERT-base at
-0.00638 s / 0.00267 s: different hardware, shown for scale only.
+Models (``dagopt.bench.latency_envs``): Inception-V3 (299 px), ResNet-50 (224 px) and
+BERT-base (8 tokens) from the zoo with random weights. Every learned placer (HSDAG,
+Placeto, RNN placer) trains on the model with Table 4's budget, 100 x 20 measured
+placements (``--episodes``); BRKGA and REGAL get the same number of evaluations.
+
+HSDAG is reported two ways: ``best seen`` is the latency its best placement had when it
+was measured during training (what the paper reports), ``re-measured`` is the median
+and 95 % interval of ``--rounds`` fresh measurements of every method's final placement,
+interleaved (round r measures every method once). In a noisy environment the best of
+2,000 noisy measurements is biased low: the gap is the winner's curse. The simulated
+and profiled environments add log-normal noise (``--noise``, 5 % by default) so the
+gap is visible there too. Latencies in milliseconds; speedup over CPU-only (device 0)
+re-measured. The paper's own numbers (its Table 2, OpenVINO on an Intel CPU + GPU) are
+printed beside ours for scale.
 """
 
 import argparse
@@ -23,64 +29,129 @@ import sys
 import time
 
 import numpy as np
-import torch
 
-from dagopt.io.openvino import convert_openvino, graph_from_openvino
-from dagopt.objectives.devices import GIB, Devices, DeviceSpec
-from dagopt.objectives.runtime import estimate_runtimes
-from dagopt.place import PlacementProblem, place
-from dagopt.zoo import get_model
+from dagopt.bench.latency_envs import PAPER_MODELS, latency_env
+from dagopt.place import place
 
-#: Roofline parameters: (peak FLOP/s, memory bytes/s, seconds per op launch).
-DEVICES = {"cpu": (1.5e12, 1.0e11, 2e-6), "gpu": (5.0e13, 2.0e12, 8e-6)}
-#: The CPU-GPU link: latency (s) and bandwidth (bytes/s), PCIe 4.0 x16-like.
-LINK = (1e-5, 2.5e10)
-MODELS = {"inception-v3": ("large", None), "resnet-50": ("large", None), "bert-base": ("small", 8)}
+#: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
+#: Placeto, RNN-based (None: out of memory), HSDAG.
+PAPER = {
+    "inception-v3": (0.0128, 0.0120, 0.0128, 0.0138, 0.0116, 0.0128, 0.0105),
+    "resnet-50": (0.0160, 0.00781, 0.0234, 0.00876, 0.00932, 0.00875, 0.00766),
+    "bert-base": (0.00638, 0.00277, 0.00657, 0.00284, 0.00651, None, 0.00267),
+}
+PAPER_ROWS = ("CPU-only", "GPU-only", "OpenVINO-CPU", "OpenVINO-GPU", "Placeto",
+              "RNN placer", "HSDAG")  # fmt: skip
+LEARNED = ("hsdag", "placeto", "rnn-placer")
 
 
-def model_graph(name: str):
-    size, tokens = MODELS[name]
-    module, inputs = get_model(name).build(size)
-    if tokens is not None:
-        inputs = tuple(x[:, :tokens] for x in inputs)
-    with torch.no_grad():
-        return graph_from_openvino(convert_openvino(module, example_input=inputs), name=name)
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """Median and the 2.5 / 97.5 percentiles."""
+    low, high = np.percentile(values, [2.5, 97.5])
+    return statistics.median(values), float(low), float(high)
+
+
+def run_model(model: str, args: argparse.Namespace, seed: int) -> list[dict]:
+    """Every method on ``model`` with ``seed``; rows of name, best seen, re-measured."""
+    target = latency_env(model, args.env, args.devices, noise=args.noise, seed=seed)
+    env, graph, n = target.env, target.graph, target.graph.num_nodes
+    budget = {"episodes": args.episodes, "steps": 20}
+    final: dict[str, np.ndarray] = {"CPU-only": np.zeros(n, np.int64)}
+    if len(args.devices) > 1:
+        final["GPU-only"] = np.ones(n, np.int64)
+    seen, seconds, evaluations = {}, {}, 0
+    for method in ("hsdag", *args.learned, *args.search):
+        options = dict(budget) if method in LEARNED else {"evaluations": evaluations}
+        if method == "regal" and getattr(env, "runtimes", None) is None:
+            continue  # REGAL's features read op runtimes: simulated and profiled only
+        began = time.perf_counter()
+        result = place(graph, method, cost_model=env, seed=seed, **options)
+        seconds[method] = time.perf_counter() - began
+        final[method] = result.device_of
+        seen[method] = result.info.get("best_latency", result.makespan)
+        evaluations = evaluations or result.evaluations  # the budget HSDAG used
+    rng = np.random.default_rng(seed)
+    randoms = [env.evaluate(rng.integers(0, env.devices.count, n), None, "runtime").makespan
+               for _ in range(args.random)]  # fmt: skip
+    measured: dict[str, list[float]] = {name: [] for name in final}
+    auto = hasattr(env, "measure_auto")
+    if auto:
+        measured.update({"OpenVINO AUTO": [], "OpenVINO HETERO auto": []})
+    for _ in range(args.rounds):  # interleaved: one measurement of every method per round
+        for name, device_of in final.items():
+            measured[name].append(env.evaluate(device_of, None, "runtime").makespan)
+        if auto:
+            for name, device in (("OpenVINO AUTO", "AUTO"), ("OpenVINO HETERO auto", "HETERO")):
+                samples = env.measure_auto(device)
+                measured[name].append(np.inf if samples is None else env.latency(samples))
+    rows = [{"name": name, "seen": seen.get(name), "seconds": seconds.get(name),
+             "measured": interval(values)} for name, values in measured.items()]  # fmt: skip
+    rows.append({"name": "random (median)", "seen": None, "seconds": None,
+                 "measured": interval(randoms)})  # fmt: skip
+    for row in rows:
+        row["failed"] = env.failures
+    return rows
+
+
+def acceptance(rows: dict[str, dict]) -> str:
+    """The issue's checks on re-measured medians: HSDAG at most the best single device,
+    at most 1.03 x BRKGA, at least 25 % below the median random placement, trained in
+    under 2 minutes."""
+    hsdag = rows["hsdag"]["measured"][0]
+    single = min(rows[name]["measured"][0] for name in ("CPU-only", "GPU-only") if name in rows)
+    checks = {
+        "<= best single device": hsdag <= single * (1 + 1e-9),
+        "<= 1.03 x BRKGA": "brkga" not in rows or hsdag <= 1.03 * rows["brkga"]["measured"][0],
+        ">= 25 % below random median": hsdag <= 0.75 * rows["random (median)"]["measured"][0],
+        "< 120 s": rows["hsdag"]["seconds"] < 120,
+    }
+    return "acceptance: " + ", ".join(f"{k} {'yes' if v else 'NO'}" for k, v in checks.items())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--env", default="simulated",
+                        choices=["simulated", "profiled", "torch", "openvino"])  # fmt: skip
+    parser.add_argument("--devices", default=None, help="default: cpu,gpu (profiled: cpu,cpu)")
+    parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=20, help="interleaved re-measurements")
+    parser.add_argument("--random", type=int, default=200, help="random placements measured")
+    parser.add_argument("--noise", type=float, default=0.05, help="simulated / profiled noise")
+    parser.add_argument("--learned", nargs="*", default=["placeto", "rnn-placer"],
+                        help="learned baselines trained with HSDAG's budget")  # fmt: skip
+    parser.add_argument("--search", nargs="*", default=["brkga", "regal"],
+                        help="search placers given HSDAG's evaluations")  # fmt: skip
     args = parser.parse_args(argv)
-    devices = Devices(
-        (DeviceSpec(memory=64 * GIB), DeviceSpec(memory=80 * GIB)),
-        latency=LINK[0],
-        bandwidth=LINK[1],
-    )
-    print("SIMULATED latencies (roofline op times, paper 003's simulator), milliseconds")
-    print(f"{'model':13} {'seed':>4} {'CPU':>8} {'GPU':>8} {'random':>8} {'BRKGA':>8} "
-          f"{'HSDAG':>8} {'HSDAG s':>8} {'groups':>6}")  # fmt: skip
-    for name in args.models:
-        graph = model_graph(name)
-        runtimes = np.stack(
-            [estimate_runtimes(graph, peak_flops=f, bandwidth=b, launch=s)
-             for f, b, s in DEVICES.values()], axis=1,
-        )  # fmt: skip
-        problem = PlacementProblem(graph, devices, runtimes=runtimes)
-        order = graph.topological_order[None, :]
-        n = graph.num_nodes
-        single = [problem.evaluate(np.full((1, n), d), order)[1][0] for d in (0, 1)]
+    default = "cpu,cpu" if args.env == "profiled" else "cpu,gpu"
+    args.devices = (args.devices or default).split(",")
+    label = {
+        "simulated": "SIMULATED (roofline op times, paper 003's simulator)",
+        "profiled": "PREDICTED from the shipped CPU-only profiles (two CPU 'devices')",
+        "torch": "MEASURED in PyTorch",
+        "openvino": "MEASURED on OpenVINO HETERO",
+    }
+    print(f"{label[args.env]} on {','.join(args.devices)}; latencies in ms; noise "
+          f"{args.noise if args.env in ('simulated', 'profiled') else 'real'}")  # fmt: skip
+    for model in args.models:
         for seed in args.seeds:
-            rng = np.random.default_rng(seed)
-            random = problem.evaluate(rng.integers(0, 2, (200, n)), np.repeat(order, 200, 0))[1]
-            began = time.perf_counter()
-            hsdag = place(graph, "hsdag", devices=devices, runtimes=runtimes, seed=seed)
-            seconds = time.perf_counter() - began
-            brkga = place(graph, "brkga", devices=devices, runtimes=runtimes, seed=seed,
-                          evaluations=hsdag.evaluations)  # fmt: skip
-            row = [*single, statistics.median(random), brkga.makespan, hsdag.makespan]
-            cells = " ".join(f"{1e3 * v:8.3f}" for v in row)
-            print(f"{name:13} {seed:4} {cells} {seconds:8.1f} {hsdag.info['groups']:6}")
+            rows = run_model(model, args, seed)
+            cpu = rows[0]["measured"][0]
+            print(f"\n{model}, seed {seed} ({rows[0]['failed']} failed placements)")
+            print("| method | best seen in training | re-measured median [95 % interval] "
+                  "| speedup % | train s |")  # fmt: skip
+            print("|---|---|---|---|---|")
+            for row in rows:
+                med, low, high = row["measured"]
+                seen = "" if row["seen"] is None else f"{1e3 * row['seen']:.3f}"
+                train = "" if row["seconds"] is None else f"{row['seconds']:.0f}"
+                print(f"| {row['name']} | {seen} | {1e3 * med:.3f} [{1e3 * low:.3f}, "
+                      f"{1e3 * high:.3f}] | {100 * (1 - med / cpu):.1f} | {train} |")  # fmt: skip
+            print(acceptance({row["name"]: row for row in rows}))
+        paper = ", ".join(f"{name} {1e3 * v:.2f}" if v is not None else f"{name} OOM"
+                          for name, v in zip(PAPER_ROWS, PAPER[model], strict=True))  # fmt: skip
+        print(f"\npaper 004 Table 2, {model} (ms, its CPU + GPU): {paper}")
     return 0
 
 

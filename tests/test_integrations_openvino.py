@@ -53,3 +53,27 @@ def test_hsdag_places_through_measured_latency(latency):
 def test_an_unknown_device_is_an_input_error(latency):
     with pytest.raises(InputError, match=r"no OpenVINO device 'GPU\.7'"):
         OpenVinoLatency(latency.model, ["CPU", "GPU.7"], core=latency.core)
+
+
+def test_the_frameworks_own_choice_is_timed(latency):
+    for device in ("AUTO", "HETERO"):
+        samples = latency.measure_auto(device)
+        assert samples.shape == (10,) and (samples > 0).all()
+    with pytest.raises(InputError, match="AUTO or HETERO"):
+        latency.measure_auto("CPU")
+
+
+def test_an_ir_file_in_the_openvino_environment_on_two_cpu_devices(tmp_path):
+    from dagopt.bench.latency_envs import latency_env
+
+    onnx_file = tmp_path / "small-cnn.onnx"
+    onnx_file.write_bytes(example_bytes("small-cnn.onnx"))
+    ov.save_model(convert_openvino(str(onnx_file)), str(tmp_path / "cnn.xml"))
+    target = latency_env(str(tmp_path / "cnn.xml"), "openvino", ["cpu", "cpu"])
+    assert target.kind == "MEASURED" and target.env.device_names[0] == "CPU"
+    n = target.graph.num_nodes
+    whole = target.env.outputs(np.zeros(n, dtype=np.int64))
+    split = target.env.outputs(np.arange(n) % 2)
+    assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(whole, split, strict=True))
+    with pytest.raises(InputError, match="no OpenVINO device"):
+        latency_env(str(tmp_path / "cnn.xml"), "openvino", ["cpu", "npu"])

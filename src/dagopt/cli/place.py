@@ -29,7 +29,8 @@ GraphsArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="GRAPH...",
-        help="Graph file(s) (.json or .onnx); several, or folders, with --out-dir.",
+        help="Graph file(s) (.json or .onnx); several, or folders, with --out-dir;"
+        " with --env one MODEL: also a zoo name or an OpenVINO .xml.",
     ),
 ]
 #: The most devices ``--devices`` takes (a guard against a mistyped count: every device
@@ -155,10 +156,60 @@ def _write_line(out: Path, graph: Graph, result) -> str:
     return _result_line(result.method, result.objective, result)
 
 
+def _device_list(devices: str) -> int | list[str]:
+    """``--devices`` of ``place``: a count (the simulator on a graph file) or device
+    names for ``--env`` (``cpu,cuda:0``)."""
+    text = devices.strip()
+    if text.isdigit():
+        count = int(text)
+        if not 1 <= count <= MAX_DEVICES:
+            raise InputError(
+                f"invalid value for '--devices': {text} (a count must be at least 1 and less "
+                f"than or equal to {MAX_DEVICES}; device names need --env)"
+            )
+        return count
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _place_in_env(model: str, method: str, env: str, names, profile, noise, seed, options):
+    """``dagopt place MODEL --env ENV --devices NAMES`` (paper 004's environments)."""
+    from dagopt.bench.latency_envs import latency_env
+    from dagopt.place import place
+
+    if isinstance(names, int):
+        raise InputError("--env needs device names, e.g. --devices cpu,cuda:0")
+    target = latency_env(model, env, names, profile=profile, noise=noise,
+                         seed=0 if seed is None else seed)  # fmt: skip
+    with progress_on_terminal():
+        result = place(target.graph, method, cost_model=target.env, seed=seed, **options)
+    return result, target
+
+
 def place_command(
     graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Placer (see `dagopt methods`).")],
-    devices: DevicesOpt = 2,
+    devices: Annotated[
+        str,
+        typer.Option(
+            "--devices",
+            "-d",
+            help=f"Number of devices (1..{MAX_DEVICES}), or with --env their names (cpu,cuda:0).",
+        ),
+    ] = "2",
+    env: Annotated[
+        str | None,
+        typer.Option(
+            help="Latency environment (paper 004): simulated, profiled, torch or openvino.",
+            show_default=False,
+        ),
+    ] = None,
+    profile: Annotated[
+        Path | None,
+        typer.Option(help="Latency profile JSON for --env profiled.", show_default=False),
+    ] = None,
+    noise: Annotated[
+        float, typer.Option(min=0, help="Log-normal measurement noise (simulated, profiled).")
+    ] = 0.0,
     objective: ObjectiveOpt = "runtime",
     memory_gib: MemoryOpt = 16.0,
     speeds: SpeedsOpt = None,
@@ -200,12 +251,31 @@ def place_command(
 
     check_batch(graph_paths, out_dir, out, jobs, ray)
     get_placer(method)
-    device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
+    names = _device_list(devices)
     options = parse_settings(settings or [])
     if evaluations is not None:
         options["evaluations"] = evaluations
     if checkpoint is not None:
         options["checkpoint"] = checkpoint
+    if env is not None:
+        if len(graph_paths) > 1 or out_dir is not None:
+            raise InputError("--env places one model at a time (no --out-dir batch)")
+        check_output(out, graph_paths[0])
+        result, target = _place_in_env(
+            str(graph_paths[0]), method, env, names, profile, noise, seed, options
+        )
+        line = (
+            f"{method} ({target.kind}, {env} on {','.join(names)}): latency "
+            f"{result.makespan:.6g} s, {fmt_seconds(result.seconds, result.setup_seconds)}, "
+            f"{result.evaluations} evaluations, {target.env.failures} failed"
+        )
+        if out is not None:
+            line += f"; wrote {write_placement(out, target.graph, result)}"
+        console.print(line, markup=False)
+        return
+    if isinstance(names, list) or profile is not None or noise:
+        raise InputError("device names, --profile and --noise need --env")
+    device_set = _devices(names, memory_gib, speeds, latency, bandwidth)
     job = PlaceJob(
         method,
         device_set,

@@ -158,6 +158,8 @@ PLACERS = Registry(
         "dagopt.place.tuning",
         "dagopt.place.cpsat",
         "dagopt.place.hsdag",
+        "dagopt.place.placeto",
+        "dagopt.place.rnn_placer",
     ),
 )
 #: Decorator adding a placer: ``@register_placer(name, summary, options)``.

@@ -113,18 +113,29 @@ class HsdagPolicy(nn.Module):
         self.edge_score = mlp(config.hidden, config.hidden, 1, 2)
         self.place = mlp(config.hidden, config.hidden, config.num_devices, 2)
 
+    def embed(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
+        """Eq. 6: ``Z = ReLU(GCN(X^(0), A))`` on ``x`` ``(n, in_features)`` and
+        ``edge_index`` ``(2, E)`` taken both ways. It does not change between the steps
+        of an episode, so a placer computes it once per episode."""
+        both = torch.cat([edge_index, edge_index.flip(0)], dim=1)
+        return torch.relu(self.gcn(x, both))
+
     def forward(
         self, x: torch.Tensor, edge_index: torch.Tensor, memory: torch.Tensor | None = None
     ) -> Parsing:
-        """Parse the graph of ``x`` ``(n, in_features)`` and ``edge_index`` ``(2, E)``
-        and score devices per group. ``memory`` ``(n, hidden)`` is added to the GCN's
-        embeddings: the state update ``Z_v = Z_v + Z_v'`` of section 2.5, which carries
-        the previous steps' group embeddings (``Parsing.state``)."""
-        both = torch.cat([edge_index, edge_index.flip(0)], dim=1)
-        z = torch.relu(self.gcn(x, both))
+        """``parse(embed(x, edge_index), edge_index, memory)``."""
+        return self.parse(self.embed(x, edge_index), edge_index, memory)
+
+    def parse(
+        self, z: torch.Tensor, edge_index: torch.Tensor, memory: torch.Tensor | None = None
+    ) -> Parsing:
+        """Parse the graph of embeddings ``z`` ``(n, hidden)`` and score devices per
+        group (eq. 7-11). ``memory`` ``(n, hidden)`` is added to ``z``: the state update
+        ``Z_v = Z_v + Z_v'`` of section 2.5, which carries the previous steps' group
+        embeddings (``Parsing.state``)."""
         if memory is not None:
             z = z + memory
-        group = np.arange(x.shape[0])
+        group = np.arange(z.shape[0])
         levels = self.config.parsing_levels
         level, edges = 0, edge_index
         scores = torch.zeros(0)

@@ -1,0 +1,61 @@
+"""Measure a latency profile of paper 004's models on real devices (``ProfiledLatency``).
+
+    python benchmarks/hsdag_profile.py --model resnet-50 --devices cpu,cuda:0 --out p.json
+    python benchmarks/hsdag_profile.py --shipped      # the CPU-only profiles in dagopt/data
+
+Every op of the zoo model's PyTorch graph is timed alone on each device (median of 5
+runs after a warm-up) and the transfer cost ``latency + bytes / bandwidth`` is fitted
+to ``.to`` copies of 1 KiB to 64 MiB between the devices
+(``dagopt.integrations.torch_latency.profile_torch``). ``--shipped`` re-measures the
+profiles shipped with dagopt: devices ``cpu,cpu`` (two CPU "devices" on the project's
+CPU-only machine; a copy between them is free), labelled as CPU-only profiles. On a
+GPU machine, ``--devices cpu,cuda:0`` measures the profile the paper's setting needs.
+"""
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
+from dagopt.integrations.torch_latency import profile_torch
+from dagopt.io.torch import graph_from_module
+
+
+def measure(model: str, devices: list[str], out: Path, label: str) -> None:
+    module, inputs = zoo_inputs(model)
+    torch_graph = graph_from_module(module, inputs, name=model)
+    began = time.perf_counter()
+    profile = profile_torch(torch_graph, devices, inputs, model=model, label=label)
+    seconds = [sum(row[k] for row in profile.seconds) for k in range(len(devices))]
+    totals = ", ".join(f"{d} {1e3 * s:.2f} ms" for d, s in zip(devices, seconds, strict=True))
+    print(f"{model}: {torch_graph.graph.num_nodes} ops, sum of op times {totals}; transfer "
+          f"{1e6 * profile.latency:.1f} us + bytes / {profile.bandwidth / 1e9:.3g} GB/s; "
+          f"{time.perf_counter() - began:.0f} s; wrote {profile.write(out)}")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=list(PAPER_MODELS))
+    parser.add_argument("--devices", default="cpu,cpu")
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--label", default=None)
+    parser.add_argument("--shipped", action="store_true", help="re-measure the shipped profiles")
+    args = parser.parse_args(argv)
+    if args.shipped:
+        folder = Path(str(resources.files("dagopt.data")))
+        for model in PAPER_MODELS:
+            label = ("CPU-only profile: two CPU 'devices' of one machine, not a CPU + GPU "
+                     "(benchmarks/hsdag_profile.py --shipped)")  # fmt: skip
+            measure(model, ["cpu", "cpu"], folder / profile_name(model, ["cpu", "cpu"]), label)
+        return 0
+    if args.model is None or args.out is None:
+        parser.error("give --model and --out, or --shipped")
+    devices = [d.strip() for d in args.devices.split(",")]
+    measure(args.model, devices, args.out, args.label or f"measured on {args.devices}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Paper 004's models in a latency environment, from a name: what the CLI and the
+benchmarks place (``dagopt place MODEL --env ... --devices cpu,cuda:0``).
+
+``latency_env(model, env, devices)`` reads MODEL (a zoo name, an OpenVINO ``.xml``, or
+a graph file where the environment allows it) and builds the environment
+(``dagopt.objectives.latency``):
+
+- ``simulated``: the graph read through OpenVINO (a zoo name or ``.xml``) or a graph
+  file, each op's seconds from the roofline of its device's kind (``cpu``; ``cuda:N``
+  or ``gpu`` is a GPU), transfers over a PCIe-like link: SIMULATED numbers;
+- ``profiled``: the zoo model's PyTorch graph with a ``Profile``'s op times and fitted
+  transfer cost (``--profile``, by default the profile shipped for the model and
+  devices: ``cpu,cpu`` for the three benchmark models, measured on this project's
+  CPU-only machine): PREDICTED numbers;
+- ``torch``: the zoo model's PyTorch graph run on the PyTorch devices: MEASURED;
+- ``openvino``: the zoo model (converted) or ``.xml`` on OpenVINO HETERO, devices
+  ``cpu`` -> ``CPU`` and ``cuda:N`` / ``gpu`` -> ``GPU``; a second ``cpu`` is the CPU
+  plugin registered again (``register_cpu_twice``): MEASURED.
+
+Paper 004's inputs: Inception-V3 at 299 px, ResNet-50 at 224 px, BERT-base on 8 tokens
+(``PAPER_MODELS``); another zoo model takes its ``small`` inputs.
+"""
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.objectives.latency import LatencyModel
+
+ENVS = ("simulated", "profiled", "torch", "openvino")
+#: What each environment's numbers are (the label every table prints).
+KINDS = {"simulated": "SIMULATED", "profiled": "PREDICTED from a profile",
+         "torch": "MEASURED", "openvino": "MEASURED"}  # fmt: skip
+#: Zoo size and tokens kept of paper 004's benchmark models (section 3.1).
+PAPER_MODELS = {"inception-v3": ("large", None), "resnet-50": ("large", None),
+                "bert-base": ("small", 8)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LatencyTarget:
+    """A model's graph in a latency environment: ``env.graph is graph``."""
+
+    model: str
+    env_name: str
+    graph: Graph
+    env: LatencyModel
+
+    @property
+    def kind(self) -> str:
+        return KINDS[self.env_name]
+
+
+def zoo_inputs(model: str) -> tuple[Any, tuple]:
+    """The eval-mode zoo module ``model`` and its inputs at paper 004's sizes."""
+    from dagopt.zoo import get_model
+
+    size, tokens = PAPER_MODELS.get(model, ("small", None))
+    module, inputs = get_model(model).build(size)
+    if tokens is not None:
+        inputs = tuple(x[:, :tokens].clone() for x in inputs)  # own storage: static sizes
+    return module, tuple(inputs)
+
+
+def _is_zoo(model: str) -> bool:
+    from dagopt.zoo import model_names
+
+    return model in model_names()
+
+
+def profile_name(model: str, devices: list[str]) -> str:
+    """The file name of the profile of ``model`` on ``devices`` in ``dagopt/data``."""
+    return f"hsdag-profile-{model}-{'-'.join(d.replace(':', '') for d in devices)}.json"
+
+
+def default_profile(model: str, devices: list[str]) -> Path:
+    """The shipped profile of ``model`` on ``devices`` (only ``cpu,cpu`` is shipped)."""
+    path = Path(str(resources.files("dagopt.data") / profile_name(model, devices)))
+    if not path.exists():
+        raise InputError(
+            f"no shipped profile for {model} on {','.join(devices)}: measure one with "
+            f"benchmarks/hsdag_profile.py --model {model} --devices {','.join(devices)} "
+            "and pass --profile"
+        )
+    return path
+
+
+def _openvino_model(model: str) -> Any:
+    from dagopt.io.openvino import convert_openvino
+
+    if model.endswith(".xml"):
+        import openvino
+
+        if not Path(model).exists():
+            raise InputError(f"no such file: {model}")
+        return openvino.Core().read_model(model)
+    if not _is_zoo(model):
+        raise InputError(f"{model!r} is neither a zoo model nor an OpenVINO .xml")
+    import torch
+
+    module, inputs = zoo_inputs(model)
+    with torch.no_grad():
+        return convert_openvino(module, example_input=inputs)
+
+
+def _torch_graph(model: str, env: str):
+    from dagopt.io.torch import graph_from_module
+
+    if not _is_zoo(model):
+        raise InputError(
+            f"the {env} environment needs a zoo model (a PyTorch module), not {model!r}"
+        )
+    module, inputs = zoo_inputs(model)
+    return graph_from_module(module, inputs, name=model), inputs
+
+
+def _openvino_devices(devices: list[str], core: Any) -> list[str]:
+    from dagopt.integrations.openvino import register_cpu_twice
+
+    names = []
+    for device in devices:
+        kind = device.lower()
+        if kind == "cpu":
+            names.append("CPU" if "CPU" not in names else register_cpu_twice(core))
+        elif kind == "gpu" or kind.startswith("cuda"):
+            if "GPU" not in core.available_devices:
+                raise InputError(f"device {device!r} requested but OpenVINO sees no GPU")
+            names.append("GPU")
+        else:
+            raise InputError(f"no OpenVINO device for {device!r} (use cpu, gpu or cuda:0)")
+    return names
+
+
+def _simulated_kind(device: str) -> str:
+    kind = device.lower()
+    if kind == "cpu":
+        return "cpu"
+    if kind == "gpu" or kind.startswith("cuda"):
+        return "gpu"
+    raise InputError(f"no simulated device kind for {device!r} (use cpu, gpu or cuda:0)")
+
+
+def latency_env(
+    model: str,
+    env: str,
+    devices: list[str],
+    *,
+    profile: str | Path | None = None,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> LatencyTarget:
+    """``model`` in environment ``env`` on ``devices`` (module docstring)."""
+    from dagopt.objectives.latency import Profile, ProfiledLatency, roofline_latency
+
+    if env not in ENVS:
+        raise InputError(f"unknown environment {env!r}; choose one of {', '.join(ENVS)}")
+    if not devices:
+        raise InputError("--devices needs at least one device, e.g. cpu,cuda:0")
+    if profile is not None and env != "profiled":
+        raise InputError("--profile is for the profiled environment")
+    if env == "simulated":
+        kinds = [_simulated_kind(d) for d in devices]
+        if model.endswith(".xml") or _is_zoo(model):
+            from dagopt.io.openvino import graph_from_openvino
+
+            graph = graph_from_openvino(_openvino_model(model), name=Path(model).stem)
+        else:
+            from dagopt.io import load
+
+            graph = load(model)
+        latency: LatencyModel = roofline_latency(graph, kinds, noise=noise, seed=seed)
+    elif env == "profiled":
+        torch_graph, _ = _torch_graph(model, env)
+        read = Profile.read(profile if profile is not None else default_profile(model, devices))
+        if list(read.devices) != list(devices):
+            raise InputError(
+                f"the profile was measured on {','.join(read.devices)}, not {','.join(devices)}"
+            )
+        latency = ProfiledLatency(torch_graph.graph, read, noise=noise, seed=seed)
+    elif env == "torch":
+        from dagopt.integrations.torch_latency import TorchLatency, check_torch_devices
+
+        check_torch_devices(devices)  # before the (slow) export
+        torch_graph, inputs = _torch_graph(model, env)
+        latency = TorchLatency(torch_graph, devices, inputs)
+    else:
+        import openvino
+
+        from dagopt.integrations.openvino import OpenVinoLatency
+
+        core = openvino.Core()
+        names = _openvino_devices(devices, core)
+        latency = OpenVinoLatency(_openvino_model(model), names, core=core, seed=seed)
+    return LatencyTarget(model=model, env_name=env, graph=latency.graph, env=latency)

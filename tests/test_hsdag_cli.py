@@ -1,0 +1,49 @@
+"""``dagopt place MODEL --env ... --devices NAMES`` (paper 004's latency environments)."""
+
+import json
+
+import pytest
+import torch
+
+from dagopt.generate.placement import generate_placement
+from dagopt.io import write_graph_json
+from test_cli import assert_user_error, dagopt
+
+
+@pytest.fixture
+def graph_file(tmp_path):
+    graph = generate_placement(30, seed=3)
+    return write_graph_json(graph, tmp_path / "g.json")
+
+
+def test_simulated_env_places_a_graph_file_and_says_it_is_simulated(graph_file, tmp_path):
+    out = tmp_path / "p.json"
+    result = dagopt("place", graph_file, "--method", "hsdag", "--env", "simulated",
+                    "--devices", "cpu,cuda:0", "--set", "episodes=2", "--set", "steps=3",
+                    "--seed", 0, "--out", out)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "SIMULATED" in result.stdout and "7 evaluations, 0 failed" in result.stdout
+    assert set(json.loads(out.read_text())["devices"].values()) <= {0, 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--env", "torch", "--devices", "cpu,cpu"], "needs a zoo model"),
+        (["--env", "profiled", "--devices", "cpu,cpu"], "needs a zoo model"),
+        (["--env", "simulated", "--devices", "cpu,tpu"], "no simulated device kind"),
+        (["--env", "moon", "--devices", "cpu,cpu"], "unknown environment"),
+        (["--env", "simulated", "--devices", "2"], "--env needs device names"),
+        (["--devices", "cpu,cuda:0"], "need --env"),
+        (["--env", "simulated", "--devices", "cpu,gpu", "--profile", "x.json"], "--profile"),
+    ],
+)
+def test_impossible_combinations_are_one_line_errors(graph_file, args, fragment):
+    assert_user_error(dagopt("place", graph_file, "--method", "hsdag", *args), fragment)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a CPU-only machine")
+def test_cuda_without_a_gpu_is_a_one_line_error():
+    result = dagopt("place", "resnet-50", "--method", "hsdag", "--env", "torch",
+                    "--devices", "cpu,cuda:0")  # fmt: skip
+    assert_user_error(result, "no such GPU")

@@ -1,0 +1,199 @@
+"""Paper 004's latency environments (dagopt.objectives.latency, ...integrations.torch_latency)
+and the per-graph learned placers that use them (hsdag, placeto, rnn-placer)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dagopt import InputError
+from dagopt.generate.placement import generate_placement
+from dagopt.graph.coarsen import colocate
+from dagopt.integrations.torch_latency import TorchLatency, check_torch_devices, profile_torch
+from dagopt.io.torch import graph_from_module
+from dagopt.objectives.devices import GIB, Devices, DeviceSpec
+from dagopt.objectives.latency import (
+    Profile,
+    ProfiledLatency,
+    SimulatedLatency,
+    fit_transfer,
+    roofline_latency,
+)
+from dagopt.objectives.placement import SimulatedCostModel
+from dagopt.place import place
+from dagopt.place.pergraph import group_features, parse_ablate
+
+
+class SmallNet(torch.nn.Module):
+    """Two branches that meet, a pool and a linear layer: a graph worth splitting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = torch.nn.BatchNorm2d(8)
+        self.left = torch.nn.Conv2d(8, 8, 3, padding=1)
+        self.right = torch.nn.Conv2d(8, 8, 1)
+        self.head = torch.nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.norm(self.stem(x)))
+        x = torch.relu(self.left(x)) + self.right(x)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+@pytest.fixture(scope="module")
+def small_net():
+    torch.manual_seed(0)
+    module, inputs = SmallNet().eval(), (torch.randn(1, 3, 16, 16),)
+    return graph_from_module(module, inputs, name="small-net"), inputs
+
+
+def cpu_gpu(graph):
+    runtime = graph.node_data["runtime"]
+    runtimes = np.stack([runtime, np.maximum(runtime / 5, 2e-4)], axis=1)
+    devices = Devices((DeviceSpec(memory=1e4 * GIB),) * 2, latency=1e-5, bandwidth=1e9)
+    return devices, runtimes
+
+
+def test_simulated_latency_is_the_simulator_with_noise_on_top():
+    graph = generate_placement(40, seed=2)
+    devices, runtimes = cpu_gpu(graph)
+    exact = SimulatedLatency(graph, devices, runtimes)
+    simulator = SimulatedCostModel(graph, devices, runtimes)
+    device_of = np.arange(graph.num_nodes) % 2
+    makespan = simulator.simulate(device_of, graph.topological_order).makespan
+    evaluation = exact.evaluate(device_of, None, "runtime")
+    assert evaluation.makespan == pytest.approx(makespan) and evaluation.samples.shape == (10,)
+    noisy = SimulatedLatency(graph, devices, runtimes, noise=0.1, seed=3)
+    samples = noisy.measure(device_of)
+    assert samples.std() > 0 and noisy.latency(samples) == pytest.approx(samples[5:].mean())
+    batch = noisy.costs(np.stack([device_of, 1 - device_of]), None, "runtime")
+    assert batch[0].tolist() == [0, 0] and batch[1][0] != batch[1][1]
+    with pytest.raises(InputError, match="noise"):
+        SimulatedLatency(graph, devices, runtimes, noise=-1)
+
+
+def test_a_placement_over_memory_fails_is_counted_and_penalised():
+    graph = generate_placement(60, seed=5)
+    limit = float(graph.mem.sum() + graph.param_mem.sum()) / 3
+    env = SimulatedLatency(graph, Devices.homogeneous(2, memory=limit), graph.node_data["runtime"])
+    evaluation = env.evaluate(np.zeros(graph.num_nodes, dtype=np.int64), None, "runtime")
+    assert not evaluation.feasible and evaluation.cost[0] == 1 and env.failures == 1
+    result = place(graph, "hsdag", cost_model=env, seed=0, episodes=2, steps=4, hidden=8)
+    assert result.info["failed"] >= 1 and env.failures >= result.info["failed"]
+
+
+def test_a_profile_round_trips_and_predicts_with_its_own_times(tmp_path):
+    graph = generate_placement(30, seed=1)
+    devices, runtimes = cpu_gpu(graph)
+    profile = Profile(
+        label="test", model="g", devices=("cpu", "cuda:0"), names=tuple(graph.names),
+        seconds=tuple(map(tuple, runtimes)), latency=1e-5, bandwidth=1e9,
+    )  # fmt: skip
+    read = Profile.read(profile.write(tmp_path / "p.json"))
+    assert read == profile
+    predicted = ProfiledLatency(graph, read)
+    reference = SimulatedLatency(graph, devices, runtimes)
+    device_of = (np.arange(graph.num_nodes) // 7) % 2
+    assert predicted.evaluate(device_of, None, "runtime").makespan == pytest.approx(
+        reference.evaluate(device_of, None, "runtime").makespan
+    )
+    shorter = Profile(**{**profile.__dict__, "names": profile.names[1:],
+                         "seconds": profile.seconds[1:]})  # fmt: skip
+    with pytest.raises(InputError, match="has no time for op"):
+        ProfiledLatency(graph, shorter)
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(InputError, match="cannot read the latency profile"):
+        Profile.read(tmp_path / "bad.json")
+
+
+def test_fit_transfer_recovers_latency_and_bandwidth():
+    sizes = np.array([1e3, 1e5, 1e7, 1e8])
+    latency, bandwidth = fit_transfer(np.stack([sizes, 2e-5 + sizes / 5e9], axis=1))
+    assert latency == pytest.approx(2e-5, rel=1e-6) and bandwidth == pytest.approx(5e9)
+    assert fit_transfer(np.array([[1e3, 2e-6], [1e6, 1e-6]]))[1] == math.inf
+
+
+def test_roofline_kinds_and_unknown_kind():
+    graph = generate_placement(20, seed=3)
+    env = roofline_latency(graph, ["cpu", "gpu"])
+    assert env.runtimes.shape == (20, 2) and (env.runtimes[:, 1] <= env.runtimes[:, 0] + 1e-5).all()
+    with pytest.raises(InputError, match="no simulated device kind"):
+        roofline_latency(graph, ["tpu"])
+
+
+def test_torch_placements_on_two_cpu_devices_give_the_single_device_outputs(small_net):
+    torch_graph, inputs = small_net
+    env = TorchLatency(torch_graph, ["cpu", "cpu"], inputs)
+    n = torch_graph.graph.num_nodes
+    whole = env.outputs(np.zeros(n, dtype=np.int64))
+    with torch.no_grad():
+        direct = torch_graph.graph_module(*inputs)
+    assert torch.allclose(whole[0], direct[0], atol=1e-4)
+    rng = np.random.default_rng(0)
+    for device_of in (np.arange(n) % 2, np.ones(n, dtype=np.int64), rng.integers(0, 2, n)):
+        split = env.outputs(device_of)
+        assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(whole, split, strict=True))
+    module = env.module(np.arange(n) % 2)
+    moves = [node for node in module.graph.nodes if node.op == "call_method"]
+    assert moves and all(node.target == "to" and node.kwargs["non_blocking"] for node in moves)
+    keys = [(node.args[0].name, str(node.args[1])) for node in moves]
+    assert len(keys) == len(set(keys))  # one copy per tensor and destination
+    evaluation = env.evaluate(np.arange(n) % 2, None, "runtime")
+    assert evaluation.feasible and 10 <= evaluation.samples.size <= env.max_runs
+    assert evaluation.makespan == pytest.approx(evaluation.samples[5:].mean())
+
+
+def test_a_failing_torch_placement_is_penalised_not_fatal(small_net):
+    torch_graph, inputs = small_net
+    env = TorchLatency(torch_graph, ["cpu", "meta"], inputs)  # meta tensors hold no data
+    n = torch_graph.graph.num_nodes
+    assert env.measure(np.arange(n) % 2) is None and env.failures == 1
+    evaluation = env.evaluate(np.arange(n) % 2, None, "runtime")
+    assert not evaluation.feasible and evaluation.cost[0] == 1 and env.failures == 2
+    result = place(torch_graph.graph, "hsdag", cost_model=env, seed=0, episodes=1, steps=3)
+    assert result.feasible and result.info["placements"] == 4
+
+
+def test_torch_devices_are_checked():
+    with pytest.raises(InputError, match="not a PyTorch device"):
+        check_torch_devices(["cpu", "tpu:9"])
+    if not torch.cuda.is_available():
+        with pytest.raises(InputError, match="no such GPU"):
+            check_torch_devices(["cpu", "cuda:0"])
+
+
+def test_a_torch_profile_covers_every_op_and_predicts(small_net):
+    torch_graph, inputs = small_net
+    profile = profile_torch(torch_graph, ["cpu", "cpu"], inputs, model="small-net",
+                            label="test", repeats=2)  # fmt: skip
+    seconds = np.asarray(profile.seconds)
+    assert seconds.shape == (torch_graph.graph.num_nodes, 2) and (seconds >= 0).all()
+    assert seconds.sum() > 0 and profile.latency >= 0 and len(profile.copies) > 0
+    env = ProfiledLatency(torch_graph.graph, profile)
+    assert env.evaluate(np.zeros(torch_graph.graph.num_nodes, int), None, "runtime").feasible
+
+
+@pytest.mark.parametrize("method", ["hsdag", "placeto", "rnn-placer"])
+def test_learned_placers_use_the_budget_and_never_lose_to_device_zero(method):
+    graph = generate_placement(50, seed=4)
+    devices, runtimes = cpu_gpu(graph)
+    env = SimulatedLatency(graph, devices, runtimes)
+    result = place(graph, method, cost_model=env, seed=0, episodes=3, steps=4, hidden=8)
+    assert result.evaluations == 1 + 3 * 4 == result.info["placements"]
+    device_zero = env.evaluate(np.zeros(graph.num_nodes, dtype=np.int64), None, "runtime")
+    assert result.makespan <= device_zero.makespan
+    again = place(graph, method, cost_model=env, seed=0, episodes=3, steps=4, hidden=8)
+    assert np.array_equal(again.device_of, result.device_of)
+
+
+def test_feature_groups_can_be_ablated():
+    coarse = colocate(generate_placement(40, seed=6))
+    full = group_features(coarse)
+    assert group_features(coarse, ("positional",)).shape[1] == full.shape[1] - 16
+    assert group_features(coarse, ("fractal",)).shape[1] == full.shape[1] - 1
+    assert group_features(coarse, ("op_type",)).shape[1] == full.shape[1] - coarse.op_mix.shape[1]
+    assert parse_ablate("fractal, degrees") == ("fractal", "degrees")
+    with pytest.raises(InputError, match="cannot ablate"):
+        parse_ablate("colour")
