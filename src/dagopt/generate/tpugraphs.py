@@ -8,6 +8,10 @@ exercise ``dagopt.io.tpugraphs`` like real files do; they say nothing about TPUs
 Real files come from the TpuGraphs download (``docs/tpugraphs.md``).
 """
 
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
 import numpy as np
 
 from dagopt.errors import InputError
@@ -20,6 +24,8 @@ from dagopt.io.tpugraphs import (
     TILE_CONFIG_FEATURES,
     LayoutRecord,
     TileRecord,
+    collection_dir,
+    write_tpugraphs,
 )
 
 _PLAIN_OPS = np.array([2, 13, 24, 41, 45, 59, 63, 70, 98])
@@ -144,3 +150,31 @@ def synthetic_layout_record(
         node_splits=np.concatenate([[0], np.sort(starts)])[None, :],
         name=name,
     )
+
+
+def write_synthetic_collection(
+    root: str | os.PathLike,
+    collection: str,
+    *,
+    graphs: Mapping[str, int],
+    seed: int = 0,
+    num_configs: int = 50,
+) -> list[Path]:
+    """Write SYNTHETIC files of ``collection`` under ``root/npz/...`` (``graphs``: split ->
+    number of files; the test split unlabelled, as published). For smoke runs of the
+    training and benchmark code only: the runtimes are random, nothing can be learned."""
+    tile = collection == "tile:xla"
+    paths = []
+    for s, split in enumerate(sorted(graphs)):
+        for i in range(graphs[split]):
+            name = f"synthetic-{split}-{i:03d}"
+            options = {"num_configs": num_configs, "labelled": split != "test", "name": name}
+            draw = seed * 1_000_000 + s * 10_000 + i
+            record = (
+                synthetic_tile_record(draw, **options)
+                if tile
+                else synthetic_layout_record(draw, num_nodes=80, num_configurable=8, **options)
+            )
+            folder = collection_dir(root, collection, split)
+            paths.append(write_tpugraphs(record, folder / f"{name}.npz"))
+    return paths

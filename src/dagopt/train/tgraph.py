@@ -99,6 +99,7 @@ class TGraphTrainConfig(Config):
 
 @dataclass(frozen=True)
 class TGraphEpoch:
+    fold: int
     epoch: int
     steps: int
     train_loss: float
@@ -239,6 +240,7 @@ class FoldTrainer(Trainer):
             }
             save_model(self.run_dir / rundir.MODEL_FILE, self.model, meta)
         return TGraphEpoch(
+            fold=self.fold,
             epoch=epoch,
             steps=self.steps,
             train_loss=float(np.mean(losses)) if losses else float("nan"),
