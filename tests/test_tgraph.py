@@ -289,7 +289,7 @@ def test_cli_errors_are_one_line(collection, tmp_path):
                 'splits=["test"]',
             ],
             "training needs runtimes",
-        ),  # fmt: skip
+        ),
     ]
     for args, message in cases:
         result = dagopt(*args)
