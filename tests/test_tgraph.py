@@ -295,3 +295,18 @@ def test_cli_errors_are_one_line(collection, tmp_path):
         result = dagopt(*args)
         assert result.exit_code == 2, (args, result.output)
         assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_planted_runtimes_follow_their_rule(tmp_path):
+    record = synthetic_layout_record(4, runtimes="planted")
+    again = synthetic_layout_record(4, runtimes="planted")
+    np.testing.assert_array_equal(record.config_runtime, again.config_runtime)
+    random = synthetic_layout_record(4)
+    np.testing.assert_array_equal(random.node_config_feat, record.node_config_feat)
+    assert not np.array_equal(random.config_runtime, record.config_runtime)
+    with pytest.raises(InputError, match="runtimes must be one of"):
+        synthetic_tile_record(0, runtimes="measured")
+    paths = write_synthetic_collection(
+        tmp_path, "tile:xla", graphs={"train": 2, "test": 1}, runtimes="planted"
+    )
+    assert [p.parent.name for p in paths] == ["test", "train", "train"]
