@@ -13,8 +13,8 @@ mean Kendall tau, tile by eq. 10 (``dagopt.objectives.ranking``). A cell is the
 ensemble's score, then the mean +- standard deviation of its folds scored alone. Runs
 are kept in ``--work`` and resume. The paper's columns are the paper's numbers (its
 Table 2: validation scores on TpuGraphs, TPU v3), not measured here. The retest
-ceiling is the mean ``retest_tau`` of the scored files' sidecar ``NAME.json`` files
-(measured collections record it; TpuGraphs has none).
+ceiling is the mean ``retest_tau`` of the scored graphs in the collection's
+``measurements.json`` (the measured dataset records it; TpuGraphs has none).
 
 Without ``--data`` the script writes SYNTHETIC collections and runs on them: with
 ``--synthetic planted`` (default) the runtimes follow a made-up rule
@@ -55,16 +55,20 @@ def model_config(variant: str, kind: str, hidden: int) -> TGraphConfig:
     return TGraphConfig(kind=kind, hidden=hidden, cross_attention=variant == "tgraph")
 
 
-def retest_ceiling(paths: list[Path]) -> str:
-    """Mean ``retest_tau`` of the files' sidecar JSON (``NAME.json``), or ``-``."""
-    values = []
-    for path in paths:
-        sidecar = path.with_suffix(".json")
-        if sidecar.is_file():
-            value = json.loads(sidecar.read_text()).get("retest_tau")
-            if isinstance(value, int | float):
-                values.append(float(value))
-    return f"{np.mean(values):.3f} ({len(values)} files)" if values else "-"
+def retest_ceiling(data: Path, collection: str, paths: list[Path]) -> str:
+    """Mean ``retest_tau`` of the scored files in the collection's ``measurements.json``
+    (``npz/<collection>/measurements.json``, keyed by graph name, as the measured
+    dataset writes it), or ``-`` (TpuGraphs has none)."""
+    sidecar = collection_dir(data, collection, "train").parent / "measurements.json"
+    if not sidecar.is_file():
+        return "-"
+    table = json.loads(sidecar.read_text())
+    values = [
+        float(table[p.stem]["retest_tau"])
+        for p in paths
+        if isinstance(table.get(p.stem), dict) and "retest_tau" in table[p.stem]
+    ]
+    return f"{np.mean(values):.3f} ({len(values)} graphs)" if values else "-"
 
 
 def score_cell(run: Path, graphs, tta: int) -> str:
@@ -139,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(score_cell(run, scored, args.tta))
             print(f"  {collection} {variant}: {cells[-1]}", file=sys.stderr)
         metric = "Kendall tau" if kind == "layout" else "M_tile (eq. 10)"
-        ceiling = retest_ceiling(collection_files(data, collection, args.split))
+        ceiling = retest_ceiling(data, collection, collection_files(data, collection, args.split))
         print(markdown_row([collection, metric, *PAPER[collection], *cells, ceiling]))
     return 0
 
