@@ -208,14 +208,12 @@ def tgraph(
     if data is not None:
         overrides["data"] = str(data)
     if overrides or (cfg is None and not resume):
-        base = (cfg if cfg is not None else TGraphTrainConfig()).to_dict()
-        merged = {**base, **overrides}
-        model = merged["model"] if isinstance(merged["model"], dict) else {}
-        if "collection" in overrides and isinstance(merged["model"], dict):
-            # the model's kind follows the collection unless --set model=... names one
-            named = isinstance(overrides.get("model"), dict) and "kind" in overrides["model"]
-            if not named:
-                merged["model"] = {**model, "kind": str(merged["collection"]).split(":")[0]}
+        merged = {**(cfg or TGraphTrainConfig()).to_dict(), **overrides}
+        model, given = merged["model"], overrides.get("model")
+        named = isinstance(given, dict) and "kind" in given
+        if collection is not None and isinstance(model, dict) and not named:
+            # the model's kind follows --collection unless --set model=... names one
+            merged["model"] = {**model, "kind": collection.split(":")[0]}
         cfg = TGraphTrainConfig.from_dict(merged)
 
     def describe(m: TGraphEpoch) -> str:

@@ -296,6 +296,8 @@ def train_tgraph(
     ensemble of the kept folds. ``graphs`` replaces reading ``config.data`` (tests).
     Returns each trained fold's best validation score."""
     run_dir = Path(run_dir)
+    if graphs is None and config is not None and not resume:  # bad data: no run left behind
+        graphs = load_graphs(config.data, config.collection, config.splits)
     config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
     if not resume:  # marks the run: a new run here is refused, --resume accepted
         write_torch_atomic(run_dir / rundir.STATE_FILE, {"epoch": -1, "folds": config.folds})
