@@ -39,6 +39,7 @@ from dagopt.nn.layers.squeeze_excitation import SqueezeExcitation
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.features import LAYOUT_VALUES, NUM_OPCODES, GraphTensors
 
+CROSS_TEMPERATURE = 0.5  # eq. 6's T at initialisation (the paper gives none; see docs)
 NUMERIC = LAYOUT_COLUMNS.start  # node_feat[:134] is numeric, node_feat[134:] layouts
 LAYOUT_WIDTH = NODE_FEATURES - NUMERIC
 
@@ -75,7 +76,7 @@ class TGraphBlock(nn.Module):
         else:
             self.sage = SAGEConv(width, out)
         self.attention = SqueezeExcitation(out, config.se_reduction)
-        self.cross = CrossConfigAttention() if config.cross_attention else None
+        self.cross = CrossConfigAttention(CROSS_TEMPERATURE) if config.cross_attention else None
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         eta = self.sage(instance_norm(x, self.norm_weight, self.norm_bias), edge_index)
@@ -104,7 +105,9 @@ class TGraphNet(nn.Module):
             fused = width // 2 if config.cross_attention else width
             self.tile_in = nn.Linear(TILE_CONFIG_FEATURES, width)
             self.fuse = nn.Linear(2 * width, fused)
-            self.tile_cross = CrossConfigAttention() if config.cross_attention else None
+            self.tile_cross = (
+                CrossConfigAttention(CROSS_TEMPERATURE) if config.cross_attention else None
+            )
         self.out = nn.Linear(width, 1)
 
     def _node_input(self, graph: GraphTensors, node_feat: torch.Tensor) -> torch.Tensor:
