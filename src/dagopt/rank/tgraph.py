@@ -7,7 +7,8 @@ base-7 compressed and decompressed per sampled batch (2.2.3). ``fit_normalizers`
 2.2.5's standardisation on training graphs. ``predict`` is the inference mode of
 2.5.3: configurations in batches of 128, ``permutations`` random orders (test-time
 augmentation) scored and put back in file order, averaged over permutations and the
-ensemble's folds. ``evaluate`` scores graphs with ``dagopt.objectives.ranking``.
+ensemble's folds. ``graph_scores`` and ``evaluate`` score graphs with
+``dagopt.objectives.ranking``.
 """
 
 import dataclasses
@@ -28,7 +29,7 @@ from dagopt.io.tpugraphs import (
 from dagopt.nn.checkpoint import load_model
 from dagopt.nn.tgraph.features import GraphTensors, graph_tensors, layout_configs, tile_configs
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
-from dagopt.objectives.ranking import layout_score, tile_score
+from dagopt.objectives.ranking import kendall_tau, tile_metric
 from dagopt.rank.preprocess import (
     FeatureNormalizer,
     compress_layout_configs,
@@ -159,6 +160,28 @@ def predict(
     return total / (len(members) * permutations)
 
 
+def graph_scores(
+    model: TGraphRanker | TGraphEnsemble,
+    graphs: Sequence[PreparedGraph],
+    *,
+    permutations: int = TTA_PERMUTATIONS,
+    seed: int = 0,
+) -> np.ndarray:
+    """Each labelled graph's metric: ``kendall_tau`` (layout, eq. 9) or ``tile_metric``
+    (tile, eq. 10) of ``model``'s predicted scores."""
+    if not graphs:
+        raise InputError("no graphs to evaluate")
+    if any(g.runtimes is None for g in graphs):
+        raise InputError("evaluation needs labelled graphs (a test split has no runtimes)")
+    metric = kendall_tau if graphs[0].kind == "layout" else tile_metric
+    return np.array(
+        [
+            metric(predict(model, g, permutations=permutations, seed=seed), g.runtimes)
+            for g in graphs
+        ]
+    )
+
+
 def evaluate(
     model: TGraphRanker | TGraphEnsemble,
     graphs: Sequence[PreparedGraph],
@@ -166,15 +189,9 @@ def evaluate(
     permutations: int = TTA_PERMUTATIONS,
     seed: int = 0,
 ) -> float:
-    """The collection score (``layout_score``: mean Kendall tau; ``tile_score``: mean
-    eq. 10) of ``model`` on labelled ``graphs``."""
-    if not graphs:
-        raise InputError("no graphs to evaluate")
-    if any(g.runtimes is None for g in graphs):
-        raise InputError("evaluation needs labelled graphs (a test split has no runtimes)")
-    scores = [predict(model, g, permutations=permutations, seed=seed) for g in graphs]
-    metric = layout_score if graphs[0].kind == "layout" else tile_score
-    return metric(scores, [g.runtimes for g in graphs])
+    """The collection score (as ``layout_score`` / ``tile_score``: the mean over graphs
+    of ``graph_scores``) of ``model`` on labelled ``graphs``."""
+    return float(np.mean(graph_scores(model, graphs, permutations=permutations, seed=seed)))
 
 
 def load_ranker(path: str | os.PathLike) -> TGraphRanker | TGraphEnsemble:
