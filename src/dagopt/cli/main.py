@@ -23,6 +23,7 @@ from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.methods import methods
 from dagopt.cli.output import INTERRUPTED_EXIT, fail
 from dagopt.cli.place import evaluate_placement, place_command
+from dagopt.cli.rank import rank
 from dagopt.cli.schedule import evaluate, schedule
 from dagopt.cli.train import train_app
 from dagopt.cli.zoo import zoo_app
@@ -94,3 +95,4 @@ app.command()(demo)
 app.command()(examples)
 app.command("import")(import_model)
 app.command("export-onnx")(export_onnx)
+app.command()(rank)

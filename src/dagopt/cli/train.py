@@ -178,3 +178,58 @@ def brkga(
     for params, ratio in ranked[:5]:
         console.print(f"{ratio:.4f}  {params}", markup=False)
     console.print(f"best for {objective}: {best}; wrote {path}", markup=False)
+
+
+@train_app.command()
+def tgraph(
+    run_dir: RunDirOpt,
+    collection: Annotated[
+        str | None,
+        typer.Option(help="TpuGraphs collection, e.g. layout:xla:random or tile:xla (a new run)."),
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option("--data", help="Folder that holds the dataset's npz/ (a new run)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="JSON training config (see docs/tgraph.md).")
+    ] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            metavar="KEY=VALUE",
+            help="Top-level training option, overriding --config's (a new run; repeatable).",
+        ),
+    ] = None,
+    resume: ResumeOpt = False,
+    threads: ThreadsOpt = None,
+) -> None:
+    """TGraph configuration ranker, K-fold with a fold ensemble (paper 002, section 2.4)."""
+    _set_threads(threads)
+    from dagopt.configs import read_config
+    from dagopt.train.tgraph import TGraphEpoch, TGraphTrainConfig, train_tgraph
+
+    cfg = read_config(config, TGraphTrainConfig) if config is not None else None
+    overrides = parse_settings(settings or [])
+    if collection is not None:
+        overrides["collection"] = collection
+    if data is not None:
+        overrides["data"] = str(data)
+    if overrides or (cfg is None and not resume):
+        merged = {**(cfg or TGraphTrainConfig()).to_dict(), **overrides}
+        model, given = merged["model"], overrides.get("model")
+        named = isinstance(given, dict) and "kind" in given
+        if collection is not None and isinstance(model, dict) and not named:
+            # the model's kind follows --collection unless --set model=... names one
+            merged["model"] = {**model, "kind": collection.split(":")[0]}
+        cfg = TGraphTrainConfig.from_dict(merged)
+
+    def describe(m: TGraphEpoch) -> str:
+        return (
+            f"fold {m.fold} epoch {m.epoch}: {m.steps} steps, train loss {m.train_loss:.4f}, "
+            f"validation {m.validation_score:.4f}, best {m.best_validation_score:.4f}, "
+            f"{m.seconds:.0f} s"
+        )
+
+    _run(train_tgraph, run_dir, cfg, resume, describe)

@@ -8,6 +8,10 @@ exercise ``dagopt.io.tpugraphs`` like real files do; they say nothing about TPUs
 Real files come from the TpuGraphs download (``docs/tpugraphs.md``).
 """
 
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
 import numpy as np
 
 from dagopt.errors import InputError
@@ -20,6 +24,8 @@ from dagopt.io.tpugraphs import (
     TILE_CONFIG_FEATURES,
     LayoutRecord,
     TileRecord,
+    collection_dir,
+    write_tpugraphs,
 )
 
 _PLAIN_OPS = np.array([2, 13, 24, 41, 45, 59, 63, 70, 98])
@@ -73,8 +79,12 @@ def synthetic_tile_record(
     num_configs: int = 30,
     labelled: bool = True,
     name: str = "synthetic-tile",
+    runtimes: str = "random",
 ) -> TileRecord:
-    """A SYNTHETIC tile record (random graph, tile sizes and runtimes; format tests only)."""
+    """A SYNTHETIC tile record (random graph, tile sizes and runtimes; format tests only).
+
+    ``runtimes="planted"`` replaces the random runtimes by ``planted_tile_runtimes``."""
+    _check_runtimes(runtimes)
     rng = np.random.default_rng(seed)
     feat, edges = _graph(rng, num_nodes)
     config = np.zeros((num_configs, TILE_CONFIG_FEATURES), dtype=np.float32)
@@ -87,6 +97,9 @@ def synthetic_tile_record(
     if labelled:
         normalizer = rng.integers(100_000, 110_000, size=num_configs, dtype=np.int64)
         runtime = (normalizer * rng.lognormal(0.0, 0.3, size=num_configs)).astype(np.int64) + 1
+        if runtimes == "planted":
+            ratio = planted_tile_runtimes(feat, config) * rng.lognormal(0.0, 0.01, num_configs)
+            runtime = (normalizer * ratio).astype(np.int64) + 1
     return TileRecord(
         node_feat=feat,
         node_opcode=rng.choice(_PLAIN_OPS, size=num_nodes).astype(np.int32),
@@ -106,13 +119,16 @@ def synthetic_layout_record(
     num_configs: int = 50,
     labelled: bool = True,
     name: str = "synthetic-layout",
+    runtimes: str = "random",
 ) -> LayoutRecord:
     """A SYNTHETIC layout record (random graph, layouts and runtimes; format tests only).
 
     ``num_configurable`` nodes, taken among those with a tensor output, get a convolution,
     dot or reshape opcode; each configuration draws their output and input layouts (the
     kernel's too for a convolution), with one in five tensors left to the compiler (-1s).
+    ``runtimes="planted"`` replaces the random runtimes by ``planted_layout_runtimes``.
     """
+    _check_runtimes(runtimes)
     rng = np.random.default_rng(seed)
     feat, edges = _graph(rng, num_nodes)
     opcode = rng.choice(_PLAIN_OPS, size=num_nodes).astype(np.int32)
@@ -131,6 +147,9 @@ def synthetic_layout_record(
     runtime = None
     if labelled:
         runtime = rng.integers(1_000_000, 2_000_000, size=num_configs).astype(np.int32)
+        if runtimes == "planted":
+            cost = planted_layout_runtimes(feat[ids], config) * rng.lognormal(0, 0.01, num_configs)
+            runtime = (1_000_000 * cost).astype(np.int32)
     starts = rng.choice(np.arange(1, num_nodes), size=min(2, num_nodes - 1), replace=False)
     return LayoutRecord(
         node_feat=feat,
@@ -144,3 +163,74 @@ def synthetic_layout_record(
         node_splits=np.concatenate([[0], np.sort(starts)])[None, :],
         name=name,
     )
+
+
+RUNTIME_KINDS = ("random", "planted")
+
+
+def _check_runtimes(runtimes: str) -> None:
+    if runtimes not in RUNTIME_KINDS:
+        raise InputError(f"runtimes must be one of {', '.join(RUNTIME_KINDS)}, got {runtimes!r}")
+
+
+def planted_layout_runtimes(node_feat: np.ndarray, config: np.ndarray) -> np.ndarray:
+    """A PLANTED rule (no hardware behind it) for testing that a model can learn:
+    ``1 + sum_k w_k (m_out + 0.5 m_in)`` per configuration, where for configurable node
+    ``k`` (features ``node_feat[k]``, layouts ``config[:, k]``), ``w_k = log2`` of its
+    element count plus 1 over the node count, ``m_out`` the share of output layout
+    positions that differ from the row-major order ``(r-1, ..., 0)`` (0.3 when left to
+    the compiler) and ``m_in`` the share where the input layout differs from the output's."""
+    rank = np.count_nonzero(node_feat[:, SHAPE_DIMS], axis=1)
+    weight = (np.log2(np.maximum(node_feat[:, SHAPE_PRODUCT], 1)) + 1) / max(1, rank.size)
+    out, inp = config[..., 0:6], config[..., 6:12]
+    preferred = np.where(np.arange(6) < rank[:, None], rank[:, None] - 1 - np.arange(6), -1)
+    valid = np.arange(6) < np.maximum(rank, 1)[:, None]
+    share = lambda a, b: ((a != b) & valid).sum(-1) / valid.sum(-1)  # noqa: E731
+    m_out = np.where(out[..., 0] < 0, 0.3, share(out, preferred))
+    m_in = np.where((out[..., 0] < 0) | (inp[..., 0] < 0), 0.0, share(inp, out))
+    return 1.0 + ((m_out + 0.5 * m_in) * weight).sum(axis=1)
+
+
+def planted_tile_runtimes(node_feat: np.ndarray, config: np.ndarray) -> np.ndarray:
+    """A PLANTED rule (no hardware behind it) for testing that a model can learn:
+    ``1 + 0.15 sum_j |log2 kernel_j - t_j| + 0.05 sum_j |log2 output_j - t_j|`` over the
+    four tile dimensions, ``t_j`` the graph's mean ``log2`` output size in dimension ``j``."""
+    dims = node_feat[:, SHAPE_DIMS][:, :4]
+    target = np.log2(np.maximum(dims, 1)).mean(axis=0)
+    kernel, output = np.log2(config[:, 0:4]), np.log2(config[:, 8:12])
+    return 1.0 + 0.15 * np.abs(kernel - target).sum(1) + 0.05 * np.abs(output - target).sum(1)
+
+
+def write_synthetic_collection(
+    root: str | os.PathLike,
+    collection: str,
+    *,
+    graphs: Mapping[str, int],
+    seed: int = 0,
+    num_configs: int = 50,
+    runtimes: str = "random",
+) -> list[Path]:
+    """Write SYNTHETIC files of ``collection`` under ``root/npz/...`` (``graphs``: split ->
+    number of files; the test split unlabelled, as published). For smoke runs of the
+    training and benchmark code only: ``random`` runtimes hold nothing to learn,
+    ``planted`` ones a made-up rule a model should learn (``planted_*_runtimes``)."""
+    tile = collection == "tile:xla"
+    paths = []
+    for s, split in enumerate(sorted(graphs)):
+        for i in range(graphs[split]):
+            name = f"synthetic-{split}-{i:03d}"
+            options = {
+                "num_configs": num_configs,
+                "labelled": split != "test",
+                "name": name,
+                "runtimes": runtimes,
+            }
+            draw = seed * 1_000_000 + s * 10_000 + i
+            record = (
+                synthetic_tile_record(draw, **options)
+                if tile
+                else synthetic_layout_record(draw, num_nodes=80, num_configurable=8, **options)
+            )
+            folder = collection_dir(root, collection, split)
+            paths.append(write_tpugraphs(record, folder / f"{name}.npz"))
+    return paths

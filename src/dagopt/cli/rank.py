@@ -1,0 +1,61 @@
+"""``dagopt rank``: the configurations a trained TGraph model predicts fastest (paper 002)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dagopt.cli.output import check_output, console
+
+
+def rank(
+    graph: Annotated[Path, typer.Argument(help="TpuGraphs .npz file (tile or layout).")],
+    model: Annotated[
+        Path | None,
+        typer.Option(
+            "--model",
+            help="TGraph model: a run's model.pt (dagopt train tgraph) or a fold's.",
+            show_default=False,
+        ),
+    ] = None,
+    top: Annotated[int, typer.Option(min=1, help="How many configurations to print.")] = 5,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Write the submission CSV (needs --collection)."),
+    ] = None,
+    collection: Annotated[
+        str | None, typer.Option(help="Collection for the CSV's ID, e.g. layout:xla:random.")
+    ] = None,
+    tta: Annotated[
+        int, typer.Option(min=1, help="Test-time augmentation: random configuration orders.")
+    ] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the TTA permutations.")] = 0,
+) -> None:
+    """Rank GRAPH's configurations with a TGraph model; print the predicted best.
+
+    With --out, write the competition CSV (ID,TopConfigs: the top 5 for tile, every
+    configuration for layout)."""
+    from dagopt.errors import InputError
+    from dagopt.io.tpugraphs import TileRecord, submission_id, write_submission
+    from dagopt.objectives.ranking import TILE_TOP_K, top_configs
+    from dagopt.rank.tgraph import load_ranker, rank_file
+
+    if model is None:
+        raise InputError(
+            "no TGraph model ships with dagopt yet; train one (dagopt train tgraph) "
+            "and pass --model RUN/model.pt"
+        )
+    if out is not None and collection is None:
+        raise InputError("--out writes a submission CSV and needs --collection")
+    check_output(out, graph, model)
+    ranker = load_ranker(model)
+    record, scores = rank_file(ranker, graph, permutations=tta, seed=seed)
+    order = top_configs(scores)
+    console.print(f"{record.name}: {order.size} configurations, predicted fastest first")
+    console.print("rank  config  score")
+    for position, config in enumerate(order[:top], start=1):
+        console.print(f"{position:>4}  {config:>6}  {scores[config]:.4f}", markup=False)
+    if out is not None:
+        ranking = order[:TILE_TOP_K] if isinstance(record, TileRecord) else order
+        path = write_submission(out, {submission_id(collection, record.name): ranking})
+        console.print(f"wrote {path}")

@@ -1,0 +1,63 @@
+"""The hyper-parameters of a configuration-ranking model (paper 002, sections 2.2.5-2.3)."""
+
+from dataclasses import dataclass
+
+from dagopt.configs import Config
+from dagopt.errors import InputError
+
+KINDS = ("layout", "tile")
+ARCHITECTURES = ("tgraph", "tpugraphs-baseline")
+AGGREGATIONS = ("paper", "pyg")
+
+
+@dataclass(frozen=True)
+class TGraphConfig(Config):
+    """One ranking model; JSON keys are the field names.
+
+    ``kind`` is the collection type (``layout``: a configuration per configurable node;
+    ``tile``: one per graph, fused late). ``architecture`` is ``tgraph`` (paper 002) or
+    ``tpugraphs-baseline`` (the dataset paper's GNN: residual GCN for layout, GraphSAGE
+    with late join for tile). ``hidden`` is the width (256 in the paper), ``blocks`` the
+    graph blocks (2), ``cross_attention`` switches eq. 6 on, ``aggregation`` is eq. 2
+    (``paper``: sum of projected neighbours, L2-normalised output) or PyG's default
+    ``SAGEConv`` (``pyg``: mean, no normalisation). ``se_reduction`` is eq. 5's
+    bottleneck (8x); ``layout_embedding`` / ``opcode_embedding`` the 4 and 16 channels
+    of section 2.2.5.
+    """
+
+    kind: str = "layout"
+    architecture: str = "tgraph"
+    hidden: int = 256
+    blocks: int = 2
+    cross_attention: bool = True
+    aggregation: str = "paper"
+    se_reduction: int = 8
+    layout_embedding: int = 4
+    opcode_embedding: int = 16
+
+    def __post_init__(self) -> None:
+        for name, value, known in (
+            ("kind", self.kind, KINDS),
+            ("architecture", self.architecture, ARCHITECTURES),
+            ("aggregation", self.aggregation, AGGREGATIONS),
+        ):
+            if value not in known:
+                raise InputError(f"model {name} must be one of {', '.join(known)}, got {value!r}")
+        sizes = ("hidden", "blocks", "se_reduction", "layout_embedding", "opcode_embedding")
+        for name in sizes:
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"model option {name!r} must be >= 1")
+        if self.cross_attention and self.hidden % 2:
+            raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
+
+
+def baseline_config(kind: str) -> TGraphConfig:
+    """The TpuGraphs baseline's sizes: layout ``ResModel`` (width 32, 2 GCN layers,
+    32-channel opcodes), tile ``LateJoinSAGE`` (width 64, 3 layers, 64 channels)."""
+    if kind == "layout":
+        return TGraphConfig(
+            kind=kind, architecture="tpugraphs-baseline", hidden=32, blocks=2, opcode_embedding=32
+        )
+    return TGraphConfig(
+        kind=kind, architecture="tpugraphs-baseline", hidden=64, blocks=3, opcode_embedding=64
+    )

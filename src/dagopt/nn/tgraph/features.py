@@ -1,0 +1,61 @@
+"""TpuGraphs records as the tensors the ranking models read (paper 002, section 2.2.5).
+
+The caller passes a pre-processed record (``dagopt.rank.tgraph.prepare``: pruned, layout
+columns -1 padded). ``GraphTensors`` holds what every configuration shares;
+``layout_configs`` / ``tile_configs`` turn a batch of configurations into the model's
+configuration input. Configurations are the batch axis of every model.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dagopt.io.tpugraphs import HLO_OPCODES, LAYOUT_MIN, LayoutRecord, TileRecord
+
+NUM_OPCODES = 128
+"""Opcode embedding rows: the dataset's ids are 1..120; others map to 0 (unknown)."""
+LAYOUT_VALUES = 7
+"""Layout values -1..5, embedded as indices 0..6 (``value - LAYOUT_MIN``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class GraphTensors:
+    """A graph's shared inputs: ``node_feat`` (n, 140) float32 (not yet normalised),
+    ``opcode`` (n,) long, ``edge_index`` (2, m) long producer -> consumer, and for
+    layout graphs ``config_ids`` (nc,) long, the configurable nodes."""
+
+    node_feat: torch.Tensor
+    opcode: torch.Tensor
+    edge_index: torch.Tensor
+    config_ids: torch.Tensor | None
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_feat.shape[0])
+
+
+def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
+    """The shared tensors of a (pre-processed) record."""
+    opcode = torch.as_tensor(np.array(record.node_opcode, dtype=np.int64))
+    opcode = torch.where((opcode > 0) & (opcode <= max(HLO_OPCODES)), opcode, 0)
+    edges = np.asarray(record.edge_index, dtype=np.int64)[:, ::-1].T.copy()  # producer first
+    ids = None
+    if isinstance(record, LayoutRecord):
+        ids = torch.as_tensor(np.array(record.node_config_ids, dtype=np.int64))
+    return GraphTensors(
+        node_feat=torch.as_tensor(np.array(record.node_feat, dtype=np.float32)),
+        opcode=opcode,
+        edge_index=torch.as_tensor(edges),
+        config_ids=ids,
+    )
+
+
+def layout_configs(node_config_feat: np.ndarray) -> torch.Tensor:
+    """``(b, nc, 18)`` layouts (values -1..5) as long embedding indices 0..6."""
+    return torch.as_tensor(np.array(node_config_feat, dtype=np.int64) - LAYOUT_MIN)
+
+
+def tile_configs(config_feat: np.ndarray) -> torch.Tensor:
+    """``(b, 24)`` tile sizes as float32 (normalised inside the model)."""
+    return torch.as_tensor(np.array(config_feat, dtype=np.float32))

@@ -1,0 +1,219 @@
+"""TGraph's data path and inference (paper 002, sections 2.2 and 2.5.3).
+
+``prepare`` turns a TpuGraphs record into a ``PreparedGraph``: layout graphs pruned
+(2.2.1), ``node_feat`` layout columns -1 padded (2.2.4), optionally de-duplicated
+(2.2.2, training only: inference keeps the file's configuration indices), layouts kept
+base-7 compressed and decompressed per sampled batch (2.2.3). ``fit_normalizers`` fits
+2.2.5's standardisation on training graphs. ``predict`` is the inference mode of
+2.5.3: configurations in batches of 128, ``permutations`` random orders (test-time
+augmentation) scored and put back in file order, averaged over permutations and the
+ensemble's folds. ``graph_scores`` and ``evaluate`` score graphs with
+``dagopt.objectives.ranking``.
+"""
+
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from dagopt.errors import InputError
+from dagopt.io.tpugraphs import (
+    LAYOUT_COLUMNS,
+    LayoutRecord,
+    TileRecord,
+    read_tpugraphs,
+)
+from dagopt.nn.checkpoint import load_model
+from dagopt.nn.tgraph.features import GraphTensors, graph_tensors, layout_configs, tile_configs
+from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
+from dagopt.objectives.ranking import kendall_tau, tile_metric
+from dagopt.rank.preprocess import (
+    FeatureNormalizer,
+    compress_layout_configs,
+    decompress_layout_configs,
+    deduplicate_configs,
+    pad_layout_with_minus_one,
+    prune_layout,
+)
+
+INFERENCE_BATCH = 128  # section 2.5.3
+TTA_PERMUTATIONS = 10  # section 2.5.3
+
+
+def record_kind(record: TileRecord | LayoutRecord) -> str:
+    """``"layout"`` or ``"tile"``."""
+    return "layout" if isinstance(record, LayoutRecord) else "tile"
+
+
+@dataclass(frozen=True, eq=False)
+class PreparedGraph:
+    """A pre-processed graph: shared ``tensors``, its configurations (``codes``: base-7
+    layouts ``(c, nc, 3)``; ``tile``: ``config_feat``), ``runtimes`` (the target, or
+    ``None``) and ``kept``, the file's index of each configuration."""
+
+    name: str
+    kind: str
+    tensors: GraphTensors
+    codes: np.ndarray | None
+    tile: np.ndarray | None
+    runtimes: np.ndarray | None
+    kept: np.ndarray
+
+    @property
+    def num_configs(self) -> int:
+        return int(self.kept.size)
+
+    def configs(self, index: np.ndarray) -> torch.Tensor:
+        """The model input of configurations ``index`` (decompressed on the fly)."""
+        if self.codes is not None:
+            return layout_configs(decompress_layout_configs(self.codes[index]))
+        return tile_configs(self.tile[index])
+
+
+def preprocessed(record: TileRecord | LayoutRecord) -> TileRecord | LayoutRecord:
+    """Pruned (layout) and -1 padded: what the model sees of a record's graph."""
+    if isinstance(record, LayoutRecord):
+        record, _ = prune_layout(record)
+    return dataclasses.replace(record, node_feat=pad_layout_with_minus_one(record.node_feat))
+
+
+def prepare(record: TileRecord | LayoutRecord, *, deduplicate: bool = False) -> PreparedGraph:
+    """The record as a ``PreparedGraph`` (module docstring)."""
+    record = preprocessed(record)
+    kept = np.arange(record.num_configs)
+    if deduplicate:
+        record, kept = deduplicate_configs(record)
+    layout = isinstance(record, LayoutRecord)
+    runtimes = record.config_runtime if layout else record.normalized_runtime
+    return PreparedGraph(
+        name=record.name,
+        kind=record_kind(record),
+        tensors=graph_tensors(record),
+        codes=compress_layout_configs(record.node_config_feat) if layout else None,
+        tile=None if layout else np.array(record.config_feat, dtype=np.float32),
+        runtimes=None if runtimes is None else np.asarray(runtimes, dtype=np.float64),
+        kept=kept,
+    )
+
+
+def fit_normalizers(
+    graphs: Sequence[PreparedGraph],
+) -> tuple[FeatureNormalizer, FeatureNormalizer | None]:
+    """Section 2.2.5's standardisation fitted on ``graphs`` (training graphs only):
+    ``node_feat[:134]`` and, for tile graphs, ``config_feat``."""
+    feat = FeatureNormalizer.fit(
+        (g.tensors.node_feat.numpy() for g in graphs), columns=LAYOUT_COLUMNS.start
+    )
+    tiles = [g.tile for g in graphs if g.tile is not None]
+    return feat, FeatureNormalizer.fit(tiles) if tiles else None
+
+
+def normalize(model: TGraphRanker, feat: FeatureNormalizer, config: FeatureNormalizer | None):
+    """Copy fitted normalisers into ``model``'s buffers."""
+    model.set_normalizers(
+        (feat.mean, feat.scale), None if config is None else (config.mean, config.scale)
+    )
+
+
+def _members(model: TGraphRanker | TGraphEnsemble) -> list[TGraphRanker]:
+    return list(model.members) if isinstance(model, TGraphEnsemble) else [model]
+
+
+def check_kind(model: TGraphRanker | TGraphEnsemble, graph: PreparedGraph) -> None:
+    """A layout model ranks layout graphs, a tile model tile graphs."""
+    kind = _members(model)[0].config.kind
+    if kind != graph.kind:
+        raise InputError(f"{graph.name}: a {graph.kind} graph, but the model ranks {kind} graphs")
+
+
+@torch.no_grad()
+def predict(
+    model: TGraphRanker | TGraphEnsemble,
+    graph: PreparedGraph,
+    *,
+    permutations: int = TTA_PERMUTATIONS,
+    batch: int = INFERENCE_BATCH,
+    seed: int = 0,
+) -> np.ndarray:
+    """Scores of every configuration of ``graph`` (lower = predicted faster), section
+    2.5.3: for each of ``permutations`` seeded random orders, the configurations are
+    split into near-equal batches of at most ``batch``, scored, put back in order; the
+    scores are averaged over permutations and ensemble members."""
+    if permutations < 1 or batch < 1:
+        raise InputError("permutations and batch must be >= 1")
+    check_kind(model, graph)
+    c = graph.num_configs
+    if c == 0:
+        raise InputError(f"{graph.name}: no configurations to rank")
+    rng = np.random.default_rng(seed)
+    orders = [rng.permutation(c) for _ in range(permutations)]
+    members = _members(model)
+    total = np.zeros(c)
+    for member in members:
+        member.eval()
+        for order in orders:
+            for chunk in np.array_split(order, -(-c // batch)):
+                total[chunk] += member(graph.tensors, graph.configs(chunk)).double().numpy()
+    return total / (len(members) * permutations)
+
+
+def graph_scores(
+    model: TGraphRanker | TGraphEnsemble,
+    graphs: Sequence[PreparedGraph],
+    *,
+    permutations: int = TTA_PERMUTATIONS,
+    seed: int = 0,
+) -> np.ndarray:
+    """Each labelled graph's metric: ``kendall_tau`` (layout, eq. 9) or ``tile_metric``
+    (tile, eq. 10) of ``model``'s predicted scores."""
+    if not graphs:
+        raise InputError("no graphs to evaluate")
+    if any(g.runtimes is None for g in graphs):
+        raise InputError("evaluation needs labelled graphs (a test split has no runtimes)")
+    metric = kendall_tau if graphs[0].kind == "layout" else tile_metric
+    return np.array(
+        [
+            metric(predict(model, g, permutations=permutations, seed=seed), g.runtimes)
+            for g in graphs
+        ]
+    )
+
+
+def evaluate(
+    model: TGraphRanker | TGraphEnsemble,
+    graphs: Sequence[PreparedGraph],
+    *,
+    permutations: int = TTA_PERMUTATIONS,
+    seed: int = 0,
+) -> float:
+    """The collection score (as ``layout_score`` / ``tile_score``: the mean over graphs
+    of ``graph_scores``) of ``model`` on labelled ``graphs``."""
+    return float(np.mean(graph_scores(model, graphs, permutations=permutations, seed=seed)))
+
+
+def load_ranker(path: str | os.PathLike) -> TGraphRanker | TGraphEnsemble:
+    """A ``tgraph-ensemble`` file (what ``dagopt train tgraph`` writes as ``model.pt``)
+    or a single ``tgraph`` model file (a fold's ``model.pt``)."""
+    try:
+        return load_model(path, expected=TGraphEnsemble)[0]
+    except InputError as first:
+        try:
+            return load_model(path, expected=TGraphRanker)[0]
+        except InputError:
+            raise first from None
+
+
+def rank_file(
+    model: TGraphRanker | TGraphEnsemble,
+    path: str | os.PathLike,
+    *,
+    permutations: int = TTA_PERMUTATIONS,
+    seed: int = 0,
+) -> tuple[TileRecord | LayoutRecord, np.ndarray]:
+    """Read a TpuGraphs file and score every configuration; returns the record and the
+    scores in the file's configuration order."""
+    record = read_tpugraphs(path)
+    return record, predict(model, prepare(record), permutations=permutations, seed=seed)

@@ -1,0 +1,339 @@
+"""Training TGraph and the TpuGraphs baseline (paper 002, section 2.4) on the shared loop.
+
+``dagopt train tgraph``: the graphs of one collection (the ``splits`` merged, pruned,
+de-duplicated, -1 padded: ``dagopt.rank.tgraph.prepare``) are split K-fold by graph
+(2.4.3: ``folds`` folds, the first ``train_folds`` trained, the best ``keep_folds`` by
+validation score kept). Each trained fold is a ``fit`` run in ``RUN/fold-K/`` (its
+``state.pt``, ``metrics.csv``, ``learning_curve.png`` and best ``model.pt``); an epoch
+visits every training graph once in a seeded order, one step per graph on
+``configs_per_step`` of its configurations drawn without replacement (64 for
+``default`` collections, 128 otherwise: 2.2.5), with the pairwise hinge loss (eq. 8),
+AdamW (lr 1e-3, weight decay 1e-5 on non-bias weights), gradient-norm clipping at 1.0,
+a linear warm-up over the first 5 % of the steps then one cosine cycle to 0 (2.4.2).
+``max_steps`` caps each fold's steps (a budget that fits a CPU). After the folds,
+``RUN/model.pt`` is the ensemble of the kept folds (``TGraphEnsemble``), which
+``dagopt.rank.tgraph.predict`` averages with test-time augmentation (2.5.3).
+Interrupted runs resume fold by fold, epoch by epoch; every randomness derives from
+``(seed, fold, epoch)``.
+"""
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from dagopt.configs import Config
+from dagopt.errors import InputError
+from dagopt.io.atomic import write_torch_atomic
+from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
+from dagopt.nn.checkpoint import load_model, save_model
+from dagopt.nn.tgraph.config import TGraphConfig
+from dagopt.nn.tgraph.loss import pairwise_hinge_loss
+from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
+from dagopt.rank.tgraph import PreparedGraph, evaluate, fit_normalizers, normalize, prepare
+from dagopt.train import rundir
+from dagopt.train.loop import Progress, Trainer, fit
+
+
+@dataclass(frozen=True)
+class TGraphTrainConfig(Config):
+    """Every knob of ``dagopt train tgraph``; JSON keys are the field names.
+
+    Paper values (2.4): ``folds=20, train_folds=5, keep_folds=4``, hundreds of epochs;
+    the defaults are smaller so a run fits a shared CPU. ``configs_per_step`` 0 means
+    the paper's 64 (default collections) or 128 (random collections and tile).
+    ``validation_permutations`` is the test-time augmentation used when validating a
+    fold (1: one random order; inference uses 10).
+    """
+
+    collection: str = "layout:xla:random"
+    data: str = ""
+    splits: tuple[str, ...] = ("train",)
+    model: TGraphConfig = field(default_factory=TGraphConfig)
+    epochs: int = 20
+    max_steps: int = 0
+    configs_per_step: int = 0
+    lr: float = 1e-3
+    warmup: float = 0.05
+    weight_decay: float = 1e-5
+    grad_clip: float = 1.0
+    folds: int = 5
+    train_folds: int = 2
+    keep_folds: int = 2
+    validation_permutations: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.collection not in COLLECTIONS:
+            raise InputError(
+                f"unknown collection {self.collection!r} (known: {', '.join(COLLECTIONS)})"
+            )
+        kind = self.collection.split(":")[0]
+        if self.model.kind != kind:
+            raise InputError(f"collection {self.collection} needs model kind {kind!r}")
+        if not (self.folds >= 2 and 1 <= self.keep_folds <= self.train_folds <= self.folds):
+            raise InputError("folds need 2 <= folds and 1 <= keep_folds <= train_folds <= folds")
+        for name in ("epochs", "validation_permutations"):
+            if int(getattr(self, name)) < 1:
+                raise InputError(f"training option {name!r} must be >= 1")
+        if self.max_steps < 0 or self.configs_per_step < 0 or self.configs_per_step == 1:
+            raise InputError("max_steps must be >= 0 and configs_per_step 0 or >= 2")
+        if not (
+            self.lr > 0 and 0 <= self.warmup < 1 and self.weight_decay >= 0 and self.grad_clip > 0
+        ):
+            raise InputError(
+                "training options need lr > 0, 0 <= warmup < 1, weight_decay >= 0, grad_clip > 0"
+            )
+
+    @property
+    def batch_configs(self) -> int:
+        """Configurations per step: ``configs_per_step``, else 64 / 128 (2.2.5)."""
+        if self.configs_per_step:
+            return self.configs_per_step
+        return 64 if self.collection.endswith(":default") else 128
+
+
+@dataclass(frozen=True)
+class TGraphEpoch:
+    fold: int
+    epoch: int
+    steps: int
+    train_loss: float
+    validation_score: float
+    best_validation_score: float
+    lr: float
+    seconds: float
+
+
+def load_graphs(
+    data: str | Path, collection: str, splits: Sequence[str], *, deduplicate: bool = True
+) -> list[PreparedGraph]:
+    """Every file of ``collection`` in ``splits`` under ``data``, prepared (labelled)."""
+    paths = [p for split in splits for p in collection_files(data, collection, split)]
+    if not paths:
+        raise InputError(f"{data}: no .npz files for {collection} in {', '.join(splits)}")
+    graphs = [prepare(read_tpugraphs(p), deduplicate=deduplicate) for p in paths]
+    unlabelled = next((g.name for g in graphs if g.runtimes is None), None)
+    if unlabelled is not None:
+        raise InputError(f"{unlabelled}: training needs runtimes (is this a test split?)")
+    return graphs
+
+
+def fold_of(graphs: Sequence[PreparedGraph], folds: int, seed: int) -> np.ndarray:
+    """Each graph's fold: graphs sorted by name, shuffled by ``seed``, dealt round-robin
+    (2.4.3: configurations of one graph never straddle train and validation)."""
+    order = np.argsort([g.name for g in graphs], kind="stable")
+    shuffled = order[np.random.default_rng(seed).permutation(len(graphs))]
+    fold = np.empty(len(graphs), dtype=np.int64)
+    fold[shuffled] = np.arange(len(graphs)) % folds
+    return fold
+
+
+def warmup_cosine(total: int, warmup: float) -> Callable[[int], float]:
+    """Learning-rate factor per step: linear warm-up over ``warmup * total`` steps, then
+    one cosine cycle from 1 to 0 at ``total`` (2.4.2)."""
+    ramp = max(1, round(warmup * total))
+
+    def factor(step: int) -> float:
+        if step < ramp:
+            return (step + 1) / ramp
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - ramp) / max(1, total - ramp))))
+
+    return factor
+
+
+def optimizer_for(model: torch.nn.Module, config: TGraphTrainConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on every parameter but the biases (2.4.2)."""
+    decay = [p for n, p in model.named_parameters() if not n.endswith("bias")]
+    plain = [p for n, p in model.named_parameters() if n.endswith("bias")]
+    groups = [
+        {"params": decay, "weight_decay": config.weight_decay},
+        {"params": plain, "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=config.lr)
+
+
+def train_step(
+    model: TGraphRanker,
+    optimizer: torch.optim.Optimizer,
+    graph: PreparedGraph,
+    index: np.ndarray,
+    grad_clip: float,
+) -> float:
+    """One update on configurations ``index`` of ``graph``; returns the loss (eq. 8)."""
+    model.train()
+    scores = model(graph.tensors, graph.configs(index))
+    loss = pairwise_hinge_loss(scores, torch.as_tensor(graph.runtimes[index]))
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return float(loss.detach())
+
+
+class FoldTrainer(Trainer):
+    """``fit``'s model-specific part for one fold."""
+
+    row_type = TGraphEpoch
+    ylabel = "loss / validation score"
+    title = "TGraph fold training"
+
+    def __init__(
+        self,
+        run_dir: Path,
+        config: TGraphTrainConfig,
+        model: TGraphRanker,
+        train: Sequence[PreparedGraph],
+        validation: Sequence[PreparedGraph],
+        fold: int,
+    ) -> None:
+        self.run_dir, self.config, self.model, self.fold = run_dir, config, model, fold
+        self.train = [g for g in train if g.num_configs >= 2]
+        self.validation = list(validation)
+        if not self.train or not self.validation:
+            raise InputError(f"fold {fold}: needs training and validation graphs")
+        per_epoch = len(self.train) * config.epochs
+        self.total_steps = min(per_epoch, config.max_steps) if config.max_steps else per_epoch
+        self.epochs = math.ceil(self.total_steps / len(self.train))
+        self.optimizer = optimizer_for(model, config)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, warmup_cosine(self.total_steps, config.warmup)
+        )
+        self.steps = 0
+
+    def start(self, progress: Progress | None) -> None:
+        self.best = float("inf")
+
+    def run_epoch(self, epoch: int, progress: Progress | None) -> TGraphEpoch:
+        c = self.config
+        rng = np.random.default_rng([c.seed, self.fold, epoch])
+        torch.manual_seed(int(rng.integers(2**31)))
+        losses = []
+        order = rng.permutation(len(self.train))[: self.total_steps - self.steps]
+        for done, g in enumerate(order, start=1):
+            graph = self.train[g]
+            index = rng.choice(
+                graph.num_configs, min(c.batch_configs, graph.num_configs), replace=False
+            )
+            losses.append(train_step(self.model, self.optimizer, graph, index, c.grad_clip))
+            self.schedule.step()
+            if progress is not None:
+                progress(
+                    f"fold {self.fold} epoch {epoch}: loss {np.mean(losses):.4f}", done, order.size
+                )
+        self.steps += order.size
+        score = evaluate(
+            self.model, self.validation, permutations=c.validation_permutations, seed=c.seed
+        )
+        value = -score if np.isfinite(score) else float("inf")
+        if value < self.best or not (self.run_dir / rundir.MODEL_FILE).exists():
+            self.best = min(self.best, value)
+            meta = {
+                "fold": self.fold,
+                "epoch": epoch,
+                "validation_score": score,
+                "config": c.to_dict(),
+            }
+            save_model(self.run_dir / rundir.MODEL_FILE, self.model, meta)
+        return TGraphEpoch(
+            fold=self.fold,
+            epoch=epoch,
+            steps=self.steps,
+            train_loss=float(np.mean(losses)) if losses else float("nan"),
+            validation_score=score,
+            best_validation_score=-self.best,
+            lr=self.optimizer.param_groups[0]["lr"],
+            seconds=0.0,
+        )
+
+    def parts(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "optimizer": self.optimizer,
+            "schedule": self.schedule,
+            "counter": _Counter(self),
+        }
+
+    def curves(self, history: Sequence[TGraphEpoch]) -> dict[str, list[float]]:
+        return {
+            "train loss (eq. 8)": [m.train_loss for m in history],
+            "validation score": [m.validation_score for m in history],
+        }
+
+
+class _Counter:
+    """The fold's step count as a ``state.pt`` part."""
+
+    def __init__(self, trainer: FoldTrainer) -> None:
+        self.trainer = trainer
+
+    def state_dict(self) -> dict[str, int]:
+        return {"steps": self.trainer.steps}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.trainer.steps = int(state["steps"])
+
+
+def read_metrics(run_dir: str | Path) -> list[TGraphEpoch]:
+    """The epochs recorded in a fold's ``metrics.csv``."""
+    return rundir.read_metrics(run_dir, TGraphEpoch)
+
+
+def train_tgraph(
+    run_dir: str | Path,
+    config: TGraphTrainConfig | None = None,
+    *,
+    resume: bool = False,
+    progress: Progress | None = None,
+    on_epoch: Callable[[TGraphEpoch], None] | None = None,
+    graphs: Sequence[PreparedGraph] | None = None,
+) -> dict[int, float]:
+    """Train the folds in ``run_dir`` (``resume`` continues); write ``RUN/model.pt``, the
+    ensemble of the kept folds. ``graphs`` replaces reading ``config.data`` (tests).
+    Returns each trained fold's best validation score."""
+    run_dir = Path(run_dir)
+    if graphs is None and config is not None and not resume:  # bad data: no run left behind
+        graphs = load_graphs(config.data, config.collection, config.splits)
+    config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
+    if not resume:  # marks the run: a new run here is refused, --resume accepted
+        write_torch_atomic(run_dir / rundir.STATE_FILE, {"epoch": -1, "folds": config.folds})
+    if graphs is None:
+        graphs = load_graphs(config.data, config.collection, config.splits)
+    fold = fold_of(graphs, config.folds, config.seed)
+    scores = {}
+    for k in range(config.train_folds):
+        train = [g for g, f in zip(graphs, fold, strict=True) if f != k]
+        validation = [g for g, f in zip(graphs, fold, strict=True) if f == k]
+        torch.manual_seed(config.seed * 1000 + k)
+        model = TGraphRanker(config.model)
+        normalize(model, *fit_normalizers(train))
+        fold_dir = run_dir / f"fold-{k}"
+        fold_dir.mkdir(parents=True, exist_ok=True)
+        trainer = FoldTrainer(fold_dir, config, model, train, validation, k)
+        fit(
+            fold_dir,
+            trainer,
+            trainer.epochs,
+            resume=(fold_dir / rundir.STATE_FILE).exists(),
+            progress=progress,
+            on_epoch=on_epoch,
+        )
+        scores[k] = -trainer.best
+    kept = sorted(scores, key=lambda k: -scores[k])[: config.keep_folds]
+    models = [
+        load_model(run_dir / f"fold-{k}" / rundir.MODEL_FILE, expected=TGraphRanker)[0]
+        for k in kept
+    ]
+    meta = {
+        "collection": config.collection,
+        "data": str(config.data),
+        "kept_folds": kept,
+        "fold_scores": {str(k): v for k, v in scores.items()},
+        "config": config.to_dict(),
+    }
+    save_model(run_dir / rundir.MODEL_FILE, TGraphEnsemble.of(models), meta)
+    return scores

@@ -1,0 +1,312 @@
+"""TGraph (paper 002): the model, its loss, inference (TTA, fold ensembles), training,
+resume and the ``dagopt rank`` / ``dagopt train tgraph`` commands, on SYNTHETIC records
+(random runtimes: these tests check mechanics, not ranking quality)."""
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from dagopt.cli.main import app
+from dagopt.errors import InputError
+from dagopt.generate.tpugraphs import (
+    synthetic_layout_record,
+    synthetic_tile_record,
+    write_synthetic_collection,
+)
+from dagopt.io.tpugraphs import read_submission
+from dagopt.nn.checkpoint import save_model
+from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
+from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
+from dagopt.nn.tgraph.loss import pairwise_hinge_loss
+from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
+from dagopt.objectives.ranking import kendall_tau, tile_metric
+from dagopt.rank.tgraph import evaluate, fit_normalizers, load_ranker, normalize, predict, prepare
+from dagopt.train.tgraph import (
+    TGraphTrainConfig,
+    optimizer_for,
+    read_metrics,
+    train_step,
+    train_tgraph,
+    warmup_cosine,
+)
+
+runner = CliRunner()
+SMALL = {"hidden": 16, "se_reduction": 4}
+CONFIGS = {
+    "tgraph-layout": TGraphConfig(**SMALL),
+    "tgraph-layout-no-cross-pyg": TGraphConfig(**SMALL, cross_attention=False, aggregation="pyg"),
+    "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
+    "baseline-layout": baseline_config("layout"),
+    "baseline-tile": baseline_config("tile"),
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small models train fastest on one thread (two fight over a shared CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def graph_for(kind: str, seed: int = 0, configs: int = 24):
+    if kind == "layout":
+        record = synthetic_layout_record(
+            seed, num_nodes=60, num_configurable=6, num_configs=configs
+        )
+    else:
+        record = synthetic_tile_record(seed, num_configs=configs)
+    return prepare(record)
+
+
+def model_for(config: TGraphConfig, graphs, seed: int = 0) -> TGraphRanker:
+    torch.manual_seed(seed)
+    model = TGraphRanker(config)
+    normalize(model, *fit_normalizers(graphs))
+    return model.eval()
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_scores_permute_with_the_configurations(name):
+    config = CONFIGS[name]
+    graph = graph_for(config.kind)
+    model = model_for(config, [graph])
+    index = np.arange(graph.num_configs)
+    perm = np.random.default_rng(3).permutation(index)
+    with torch.no_grad():
+        scores = model(graph.tensors, graph.configs(index))
+        permuted = model(graph.tensors, graph.configs(perm))
+    torch.testing.assert_close(permuted, scores[perm], rtol=1e-5, atol=1e-5)
+    assert scores.std() > 0  # configurations are told apart
+
+
+def test_cross_attention_sees_the_other_configurations():
+    graph = graph_for("layout")
+    model = model_for(CONFIGS["tgraph-layout"], [graph])
+    alone = CONFIGS["tgraph-layout-no-cross-pyg"]
+    other = model_for(alone, [graph])
+    with torch.no_grad():
+        for m, depends in ((model, True), (other, False)):
+            full = m(graph.tensors, graph.configs(np.arange(12)))
+            half = m(graph.tensors, graph.configs(np.arange(6)))
+            assert torch.allclose(full[:6], half, atol=1e-6) is not depends
+
+
+def test_cross_config_attention_is_eq_6():
+    layer = CrossConfigAttention(temperature=2.0)
+    x = torch.randn(5, 3, 4)
+    expected = x * torch.exp(x / 2) / torch.exp(x / 2).sum(dim=0, keepdim=True)
+    torch.testing.assert_close(layer(x), expected)
+    torch.testing.assert_close(layer(x[:1]), x[:1])  # one configuration: identity
+
+
+def test_pairwise_hinge_loss_is_eq_8():
+    scores = torch.tensor([0.0, 2.0, 0.5])
+    runtimes = torch.tensor([1.0, 3.0, 2.0])
+    # pairs (slower, faster): (1,0): max(0, 1-2)=0; (1,2): 1-1.5=0 -> 0; (2,0): 1-0.5=0.5
+    assert float(pairwise_hinge_loss(scores, runtimes)) == pytest.approx(0.5 / 3)
+    assert float(pairwise_hinge_loss(scores, torch.ones(3))) == 0.0
+
+
+@pytest.mark.parametrize("name", ["tgraph-layout", "tgraph-tile", "baseline-layout"])
+def test_one_training_step_lowers_the_loss(name):
+    config = CONFIGS[name]
+    graph = prepare(
+        synthetic_layout_record(1, num_nodes=60, num_configurable=6, num_configs=32)
+        if config.kind == "layout"
+        else synthetic_tile_record(1, num_configs=32),
+        deduplicate=True,
+    )
+    model = model_for(config, [graph])
+    index = np.arange(graph.num_configs)
+    runtimes = torch.as_tensor(graph.runtimes)
+
+    def loss() -> float:
+        model.train()
+        with torch.no_grad():
+            return float(pairwise_hinge_loss(model(graph.tensors, graph.configs(index)), runtimes))
+
+    before = loss()
+    train_step(model, optimizer_for(model, TGraphTrainConfig()), graph, index, grad_clip=1.0)
+    assert loss() < before
+
+
+def test_tta_and_fold_ensembling_are_deterministic_for_a_seed():
+    graphs = [graph_for("layout", seed=s, configs=40) for s in range(2)]
+    a, b = (model_for(CONFIGS["tgraph-layout"], graphs, seed=s) for s in (1, 2))
+    ensemble = TGraphEnsemble.of([a, b])
+    run = lambda model, seed: predict(model, graphs[0], permutations=3, batch=16, seed=seed)  # noqa: E731
+    np.testing.assert_array_equal(run(ensemble, 7), run(ensemble, 7))
+    assert not np.array_equal(run(ensemble, 7), run(ensemble, 8))  # batches depend on the seed
+    np.testing.assert_allclose(run(ensemble, 7), (run(a, 7) + run(b, 7)) / 2, rtol=1e-6)
+    one = np.mean([predict(a, graphs[0], permutations=1, batch=16, seed=s) for s in (5,)], axis=0)
+    assert one.shape == (40,)
+
+
+def test_evaluate_uses_the_ranking_metrics():
+    for kind, metric in (("layout", kendall_tau), ("tile", tile_metric)):
+        graphs = [graph_for(kind, seed=s) for s in range(3)]
+        model = model_for(CONFIGS[f"tgraph-{kind}"], graphs)
+        expected = np.mean(
+            [metric(predict(model, g, permutations=2, seed=4), g.runtimes) for g in graphs]
+        )
+        assert evaluate(model, graphs, permutations=2, seed=4) == pytest.approx(expected)
+
+
+def test_model_files_round_trip(tmp_path):
+    graph = graph_for("tile")
+    model = model_for(CONFIGS["tgraph-tile"], [graph])
+    save_model(tmp_path / "one.pt", model, {})
+    save_model(tmp_path / "two.pt", TGraphEnsemble.of([model, model]), {})
+    expected = predict(model, graph, permutations=2)
+    for name in ("one.pt", "two.pt"):
+        np.testing.assert_allclose(
+            predict(load_ranker(tmp_path / name), graph, permutations=2), expected, rtol=1e-6
+        )
+    (tmp_path / "bad.pt").write_bytes(b"not a model")
+    with pytest.raises(InputError, match="cannot read model file"):
+        load_ranker(tmp_path / "bad.pt")
+
+
+def test_the_learning_rate_warms_up_then_follows_one_cosine():
+    factor = warmup_cosine(105, 0.05)  # 5 warm-up steps, then 100 of cosine
+    assert [round(factor(s), 3) for s in (0, 4, 5, 55, 105)] == [0.2, 1.0, 1.0, 0.5, 0.0]
+
+
+def tiny_run(**changes) -> TGraphTrainConfig:
+    values = dict(
+        model=TGraphConfig(**SMALL), epochs=2, folds=3, train_folds=2, keep_folds=1,
+        configs_per_step=16,
+    )  # fmt: skip
+    return TGraphTrainConfig(**{**values, **changes})
+
+
+def test_training_resumes_where_it_stopped(tmp_path):
+    graphs = [graph_for("layout", seed=s) for s in range(6)]
+    train_tgraph(tmp_path / "straight", tiny_run(), graphs=graphs)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(row):
+        if row.fold == 0 and row.epoch == 0:
+            raise Stop
+
+    with pytest.raises(Stop):
+        train_tgraph(tmp_path / "cut", tiny_run(), graphs=graphs, on_epoch=stop_after_first)
+    with pytest.raises(InputError, match="a run exists here"):
+        train_tgraph(tmp_path / "cut", tiny_run(), graphs=graphs)
+    train_tgraph(tmp_path / "cut", None, resume=True, graphs=graphs)
+    straight, cut = (load_ranker(tmp_path / d / "model.pt") for d in ("straight", "cut"))
+    for key, value in straight.state_dict().items():
+        torch.testing.assert_close(cut.state_dict()[key], value, rtol=0, atol=0)
+    rows = read_metrics(tmp_path / "cut" / "fold-1")
+    assert [r.epoch for r in rows] == [0, 1] and rows[-1].steps == 8
+
+
+def test_step_budget_caps_the_steps(tmp_path):
+    graphs = [graph_for("layout", seed=s) for s in range(6)]
+    train_tgraph(tmp_path, tiny_run(max_steps=5, train_folds=1), graphs=graphs)
+    rows = read_metrics(tmp_path / "fold-0")
+    assert [r.steps for r in rows] == [4, 5]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"collection": "tile:xla"}, "needs model kind 'tile'"),
+        ({"folds": 1}, "folds need"),
+        ({"keep_folds": 3}, "folds need"),
+        ({"configs_per_step": 1}, "configs_per_step"),
+        ({"collection": "layout:foo"}, "unknown collection"),
+    ],
+)
+def test_bad_training_options_are_one_line_errors(changes, message):
+    with pytest.raises(InputError, match=message):
+        tiny_run(**changes)
+
+
+@pytest.fixture(scope="module")
+def collection(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tpugraphs")
+    write_synthetic_collection(
+        root, "layout:xla:random", graphs={"train": 4, "test": 1}, num_configs=20
+    )
+    return root
+
+
+def dagopt(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_cli_trains_then_ranks(collection, tmp_path):
+    run = tmp_path / "run"
+    result = dagopt(
+        "train", "tgraph", "--collection", "layout:xla:random", "--data", collection,
+        "--run-dir", run, "--set", "epochs=1", "--set", "folds=2", "--set", "train_folds=1",
+        "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "fold 0 epoch 0" in result.stdout
+    test = collection / "npz/layout/xla/random/test/synthetic-test-000.npz"
+    out = tmp_path / "sub.csv"
+    result = dagopt(
+        "rank", test, "--model", run / "model.pt", "--top", "3", "--tta", "2",
+        "--out", out, "--collection", "layout:xla:random",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("synthetic-test-000: 20 configurations")
+    ranking = read_submission(out)["layout:xla:random:synthetic-test-000"]
+    assert sorted(ranking) == list(range(20))
+    assert [int(line.split()[1]) for line in lines[2:5]] == ranking[:3].tolist()
+
+
+def test_cli_errors_are_one_line(collection, tmp_path):
+    test = collection / "npz/layout/xla/random/test/synthetic-test-000.npz"
+    tile_model = tmp_path / "tile.pt"
+    graph = graph_for("tile")
+    save_model(tile_model, model_for(CONFIGS["tgraph-tile"], [graph]), {})
+    (tmp_path / "x.npz").write_text("nope")
+    cases = [
+        (["rank", test], "no TGraph model ships"),
+        (["rank", test, "--model", tile_model], "a layout graph, but the model ranks tile"),
+        (["rank", tmp_path / "x.npz", "--model", tile_model], "not an npz archive"),
+        (["rank", test, "--model", tile_model, "--out", tmp_path / "o.csv"], "needs --collection"),
+        (
+            [
+                "train",
+                "tgraph",
+                "--collection",
+                "layout:xla:random",
+                "--data",
+                collection,
+                "--run-dir",
+                tmp_path / "r",
+                "--set",
+                'splits=["test"]',
+            ],
+            "training needs runtimes",
+        ),
+    ]
+    for args, message in cases:
+        result = dagopt(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_planted_runtimes_follow_their_rule(tmp_path):
+    record = synthetic_layout_record(4, runtimes="planted")
+    again = synthetic_layout_record(4, runtimes="planted")
+    np.testing.assert_array_equal(record.config_runtime, again.config_runtime)
+    random = synthetic_layout_record(4)
+    np.testing.assert_array_equal(random.node_config_feat, record.node_config_feat)
+    assert not np.array_equal(random.config_runtime, record.config_runtime)
+    with pytest.raises(InputError, match="runtimes must be one of"):
+        synthetic_tile_record(0, runtimes="measured")
+    paths = write_synthetic_collection(
+        tmp_path, "tile:xla", graphs={"train": 2, "test": 1}, runtimes="planted"
+    )
+    assert [p.parent.name for p in paths] == ["test", "train", "train"]
