@@ -179,3 +179,23 @@ def test_the_set_dp_reports_its_steps():
         solve(graph, "approx-dp", beam_width=50)
     steps = [s for s in seen if s[0].startswith("set DP") and s[2] == graph.num_nodes]
     assert [done for _, done, _ in steps] == list(range(graph.num_nodes))
+
+
+@pytest.mark.skipif(
+    __import__("numba").config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads"
+)
+def test_approx_dp_answer_does_not_depend_on_the_thread_count():
+    """State collapsing returns its survivors in index order, so the beam keeps the same
+    states, and the same order comes out, on one thread as on several."""
+    import numba
+
+    graph = generate_layered(300, seed=1_000_001)
+    orders = []
+    before = numba.get_num_threads()
+    try:
+        for threads in (1, 2):
+            numba.set_num_threads(threads)
+            orders.append(solve(graph, "approx-dp", beam_width=50).order)
+    finally:
+        numba.set_num_threads(before)
+    np.testing.assert_array_equal(*orders)

@@ -171,7 +171,9 @@ def collapse(sets, c_parent, c_node, c_hash, c_peak, c_live, parts):
     the one of least peak (then least live memory).
 
     ``parts`` threads each own the children whose hash falls in their residue class
-    and deduplicate them with a private open-addressing table.
+    and deduplicate them with a private open-addressing table. The kept indices are
+    returned in increasing order, so the beam that selects among them (and the answer)
+    does not depend on the number of threads.
     """
     total = c_hash.size
     kept = np.empty(total, dtype=np.int64)
@@ -186,12 +188,11 @@ def collapse(sets, c_parent, c_node, c_hash, c_peak, c_live, parts):
             sets, c_parent, c_node, c_hash, c_peak, c_live, p, parts,
             kept[share[p] : share[p + 1]],
         )  # fmt: skip
-    out = np.empty(kept_count.sum(), dtype=np.int64)
-    at = 0
+    chosen = np.zeros(total, dtype=np.bool_)
     for p in range(parts):
-        out[at : at + kept_count[p]] = kept[share[p] : share[p] + kept_count[p]]
-        at += kept_count[p]
-    return out
+        for i in range(share[p], share[p] + kept_count[p]):
+            chosen[kept[i]] = True
+    return np.flatnonzero(chosen)
 
 
 @njit(cache=True)
