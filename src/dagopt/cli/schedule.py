@@ -18,7 +18,7 @@ from dagopt.cli.output import (
 )
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
-from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
+from dagopt.objectives import MemoryProfile, memory_profile, must_live_bound
 from dagopt.schedule import get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
@@ -83,7 +83,7 @@ def schedule(
         )
     line = (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(lower_bound(graph))}, "
+        f"lower bound {fmt_mem(must_live_bound(graph, keep_outputs=keep_outputs))}, "
         f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
         f"proved optimal: {fmt_proved(result.proved_optimal)}"
     )
@@ -115,7 +115,8 @@ def evaluate(
     steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)
     if profile:
         console.print(_profile_table(graph, steps))
-    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(lower_bound(graph))}"
+    bound = must_live_bound(graph, keep_outputs=keep_outputs)
+    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(bound)}"
     recorded = order_file.peak_memory
     if recorded is not None:
         line += f", recorded peak {fmt_mem(recorded)}"

@@ -28,7 +28,7 @@ Hansen, 1997) whose largest neighbourhood is the anchored DP on the whole graph,
 like SERENITY's (Ahn et al., 2020) DP on graph segments but with the segments
 chosen at the peak. With a beam as wide as every step, the whole-graph window is
 the exact DP: the search stops early then (``proved_optimal``), and when the peak
-meets ``lower_bound``.
+meets ``must_live_bound``.
 
 Time: the kernels read the clock (``kernels.now``) between moves and DP steps; past
 the deadline a window DP narrows its beam to the anchored state and finishes in
@@ -42,7 +42,7 @@ import numpy as np
 
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.objectives import lower_bound, peak_memory
+from dagopt.objectives import must_live_bound, peak_memory
 from dagopt.progress import report
 from dagopt.resources import available_bytes
 from dagopt.schedule import anytime_kernels as kernels
@@ -215,7 +215,7 @@ def anytime_order(
     rng = np.random.default_rng(seed)
     search = Search(graph, anchor, keep_outputs=keep_outputs)
     best, best_peak = search.order.copy(), search.peak
-    bound = lower_bound(graph)
+    bound = must_live_bound(graph, keep_outputs=keep_outputs)
     sizes = [min(window, n)]
     while sizes[-1] < n:
         sizes.append(min(n, 2 * sizes[-1]))
