@@ -4,8 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagopt import Graph
-from dagopt.objectives import lower_bound, must_live_bound, must_live_memory, peak_memory
 from dagopt.objectives import bounds as bounds_module
+from dagopt.objectives import lower_bound, must_live_bound, must_live_memory, peak_memory
 from dagopt.schedule import solve
 from dags import all_topological_orders, dags
 
