@@ -8,11 +8,11 @@ Example (the numbers in docs/results.md):
 For held-out layered graphs (test seeds, ``dagopt.bench.datasets``) and zoo training
 graphs (``model/size/mode``, graph outputs kept as PyTorch does), the best proved lower
 bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``,
-``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a %
-gap to the bound. The bound is ``must_live_bound`` (``dagopt.objectives.bounds``; also
-its own column, to show where it is tight), or the optimum itself when ``exact-dp`` finishes within ``--exact-states`` states per step and
-``--exact-time`` seconds. The runs go to ``--out`` (CSV) as they finish and a rerun
-resumes (``--fresh`` reruns all).
+``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a
+% gap to the bound. The bound is ``must_live_bound`` (``dagopt.objectives.bounds``; also
+its own column, to show where it is tight), or the optimum itself when ``exact-dp``
+finishes within ``--exact-states`` states per step and ``--exact-time`` seconds. The
+runs go to ``--out`` (CSV) as they finish and a rerun resumes (``--fresh`` reruns all).
 """
 
 import argparse
