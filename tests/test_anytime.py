@@ -131,6 +131,26 @@ def test_never_worse_than_inductor_on_layered_graphs_with_outputs_kept():
         assert anytime.peak_memory <= inductor.peak_memory
 
 
+def test_kick_keeps_a_valid_order_and_its_profile():
+    g = generate_layered(200, seed=5)
+    order = _random_topological_order(g, np.random.default_rng(0))
+    search = Search(g, order, keep_outputs=False)
+    search.kick(40, 140, beam=8, deadline=np.inf, seed=3)
+    assert g.is_topological(search.order)
+    np.testing.assert_array_equal(search.order[:40], order[:40])
+    np.testing.assert_array_equal(search.order[140:], order[140:])
+    assert search.peak == pytest.approx(peak_memory(g, search.order), rel=1e-12)
+
+
+def test_kicks_once_every_window_size_has_failed():
+    g = generate_layered(300, seed=2)
+    inductor = solve(g, "inductor")
+    anytime = solve(g, "anytime", seed=0, time_limit=60, windows=60)
+    assert anytime.info["kicks"] > 0
+    assert g.is_topological(anytime.order)
+    assert anytime.peak_memory <= inductor.peak_memory
+
+
 @pytest.mark.parametrize(("nodes", "limit"), [(2000, 1.0), (1000, 0.3)])
 def test_uses_and_honours_the_time_limit(nodes, limit):
     g = generate_layered(nodes, seed=11)

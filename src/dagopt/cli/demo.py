@@ -11,7 +11,7 @@ from dagopt.cli.output import console, err_console, fmt_mem, fmt_proved
 from dagopt.errors import DagoptError
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
-from dagopt.objectives import lower_bound
+from dagopt.objectives import must_live_bound
 from dagopt.schedule import Schedule, solve
 
 DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "dfs-dp", "exact-dp")
@@ -29,7 +29,7 @@ def demo(
     graph = generate_layered(nodes, seed=seed, name=f"layered-{nodes}-s{seed}")
     console.print(
         f"graph {graph.name}: {graph.num_nodes} nodes, {graph.num_edges} edges, "
-        f"lower bound {fmt_mem(lower_bound(graph))}",
+        f"lower bound {fmt_mem(must_live_bound(graph))}",
         markup=False,
     )
     results, notes = _run_methods(graph, seed)

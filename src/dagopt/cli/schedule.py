@@ -2,6 +2,7 @@
 
 import math
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,7 @@ from dagopt.cli.output import (
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
-from dagopt.objectives import MemoryProfile, lower_bound, memory_profile
+from dagopt.objectives import MemoryProfile, memory_profile, must_live_bound
 from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
@@ -58,10 +59,10 @@ class SolveJob:
         )
 
 
-def _result_line(graph: Graph, result: Schedule) -> str:
+def _result_line(graph: Graph, result: Schedule, keep_outputs: bool) -> str:
     return (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(lower_bound(graph))}, "
+        f"lower bound {fmt_mem(must_live_bound(graph, keep_outputs=keep_outputs))}, "
         f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
         f"proved optimal: {fmt_proved(result.proved_optimal)}"
     )
@@ -79,10 +80,10 @@ def _write(out: Path, graph: Graph, result: Schedule) -> Path:
     )
 
 
-def _write_line(out: Path, graph: Graph, result: Schedule) -> str:
+def _write_line(out: Path, graph: Graph, result: Schedule, *, keep_outputs: bool) -> str:
     """A batch's result: the order file, and the single-graph line."""
     _write(out, graph, result)
-    return _result_line(graph, result)
+    return _result_line(graph, result, keep_outputs)
 
 
 def schedule(
@@ -141,14 +142,15 @@ def schedule(
     options = {key: value for key, value in given.items() if value is not None}
     job = SolveJob(method, seed, time_limit, keep_outputs, options)
     if out_dir is not None:
-        run_batch(graph_paths, out_dir, ".order.json", job, _write_line, Executor(jobs, ray))
+        write_line = partial(_write_line, keep_outputs=keep_outputs)
+        run_batch(graph_paths, out_dir, ".order.json", job, write_line, Executor(jobs, ray))
         return
     graph_path = graph_paths[0]
     check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
     graph = load(graph_path)
     with progress_on_terminal():
         result = job(graph)
-    line = _result_line(graph, result)
+    line = _result_line(graph, result, keep_outputs)
     if out is not None:
         line += f"; wrote {_write(out, graph, result)}"
     console.print(line, markup=False)
@@ -168,7 +170,8 @@ def evaluate(
     steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)
     if profile:
         console.print(_profile_table(graph, steps))
-    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(lower_bound(graph))}"
+    bound = must_live_bound(graph, keep_outputs=keep_outputs)
+    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(bound)}"
     recorded = order_file.peak_memory
     if recorded is not None:
         line += f", recorded peak {fmt_mem(recorded)}"

@@ -1,5 +1,6 @@
 """Objectives: the single source of truth for every number a solver reports."""
 
+from dagopt.objectives.bounds import must_live_bound, must_live_memory
 from dagopt.objectives.memory import (
     MemoryProfile,
     lower_bound,
@@ -14,6 +15,8 @@ __all__ = [
     "MemoryState",
     "lower_bound",
     "memory_profile",
+    "must_live_bound",
+    "must_live_memory",
     "peak_memory",
     "validate_order",
 ]

@@ -246,10 +246,10 @@ def _select(key, live, count, width):
 @njit(cache=True)
 def window_dp(
     order, a, b, last, after, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, self_free,
-    zobrist, floor, tau, beam, deadline, noise, seed, loc, out,
+    zobrist, floor, tau, beam, deadline, noise, seed, anchored, loc, out,
 ):  # fmt: skip
     """Re-solve steps ``[a, b)`` by the set DP of appendix C.3 on their nodes, anchored
-    on their current order.
+    on their current order (unless not ``anchored``: a kick of the iterated search).
 
     The nodes run before ``a`` and from ``b`` on stay, so the live memory entering the
     window is ``after[a - 1]``, and an output is freed inside the window only if all its
@@ -424,7 +424,7 @@ def window_dp(
             found = False
             for c in keep:
                 found = found or c == anchor_child
-            if not found:
+            if anchored and not found:
                 keep[width - 1] = anchor_child
         else:
             keep = np.arange(children)

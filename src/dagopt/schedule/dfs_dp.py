@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from dagopt.graph import Graph
-from dagopt.objectives import lower_bound
+from dagopt.objectives import must_live_bound
 from dagopt.progress import report
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
@@ -186,7 +186,7 @@ def depth_first_dp(
         run_mem=graph.mem + graph.param_mem,
         self_free=np.where(sinks & (not keep_outputs), graph.mem, 0.0),
         zobrist=zobrist.astype(np.uint64),
-        bound=lower_bound(graph),
+        bound=must_live_bound(graph, keep_outputs=keep_outputs),
     )
     start = time.perf_counter()
     while True:

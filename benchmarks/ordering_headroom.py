@@ -1,0 +1,172 @@
+"""How far from optimal each ordering method is: the % gap of its peak to a proved bound.
+
+Example (the numbers in docs/results.md):
+
+    python benchmarks/ordering_headroom.py --sizes 500 1000 2000 --graphs 5 \
+        --zoo gpt2/small/training bert-base/small/training
+
+For held-out layered graphs (test seeds, ``dagopt.bench.datasets``) and zoo training
+graphs (``model/size/mode``, graph outputs kept as PyTorch does), the best proved lower
+bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``,
+``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a
+% gap to the bound. The bound is ``must_live_bound`` (``dagopt.objectives.bounds``; also
+its own column, to show where it is tight), or the optimum itself when ``exact-dp``
+finishes within ``--exact-states`` states per step and ``--exact-time`` seconds. The
+runs go to ``--out`` (CSV) as they finish and a rerun resumes (``--fresh`` reruns all).
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
+from dagopt.bench.realgraphs import solve_outputs_kept
+from dagopt.errors import SolverError
+from dagopt.graph import Graph
+from dagopt.io.atomic import write_text_atomic
+from dagopt.objectives import must_live_bound
+from dagopt.schedule import Schedule, solve
+
+BOUND = "lower bound"
+EXACT, MUST_LIVE = "exact DP", "must-live"
+
+
+def proved_bound(
+    graph: Graph, *, keep_outputs: bool, states: int, seconds: float
+) -> tuple[float, str]:
+    """The best proved lower bound and how it was proved: the ``exact-dp`` optimum when
+    it finishes in ``states`` states per step and ``seconds``, else ``must_live_bound``."""
+    try:
+        exact = solve(
+            graph, "exact-dp", keep_outputs=keep_outputs, max_states=states, time_limit=seconds
+        )
+    except SolverError:
+        return must_live_bound(graph, keep_outputs=keep_outputs), MUST_LIVE
+    return exact.peak_memory, EXACT
+
+
+def gap(peak: float, bound: float) -> float:
+    return 100.0 * (peak / bound - 1.0) if bound > 0 else 0.0
+
+
+def headroom_table(runs: list[Run], labels: list[str]) -> str:
+    """Markdown: per graph its bound, the best order found and each method's % gap to
+    the bound; a mean row per size of layered graphs."""
+    header = ["graph", "nodes", "must-live bound", "lower bound", "best found (% gap)"]
+    header += [f"{label}: % gap" for label in labels]
+    lines = [markdown_row(header), markdown_rule("lrrrl" + "r" * len(labels))]
+    by_graph: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        by_graph.setdefault(run.graph, {})[run.method] = run
+    means: dict[int, list[list[float]]] = {}
+    for key, by_label in by_graph.items():
+        bound = by_label[BOUND].peak_memory
+        gaps = [gap(by_label[label].peak_memory, bound) for label in labels]
+        best = int(np.argmin(gaps))
+        how = EXACT if by_label[BOUND].proved_optimal else MUST_LIVE
+        row = [key, f"{by_label[BOUND].size:,}", f"{by_label[MUST_LIVE].peak_memory:.6g}"]
+        row.append(f"{bound:.6g} ({how})")
+        row.append(f"{labels[best]} ({gaps[best]:.2f})")
+        lines.append(markdown_row(row + [f"{g:.2f}" for g in gaps]))
+        if key.startswith("layered"):
+            means.setdefault(by_label[BOUND].size, []).append(gaps)
+    for size, rows in sorted(means.items()):
+        mean = np.mean(rows, axis=0)
+        best = int(np.argmin(mean))
+        row = [
+            f"mean, {len(rows)} layered",
+            f"{size:,}",
+            "",
+            "",
+            f"{labels[best]} ({mean[best]:.2f})",
+        ]
+        lines.append(markdown_row(row + [f"{g:.2f}" for g in mean]))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[500, 1000, 2000])
+    parser.add_argument("--graphs", type=int, default=5, help="held-out graphs per size")
+    parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
+    parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="anytime's, seconds")
+    parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp's K")
+    parser.add_argument("--exact-states", type=int, default=1_000_000)
+    parser.add_argument("--exact-time", type=float, default=10.0)
+    parser.add_argument("--out", default="bench-out/ordering-headroom.csv")
+    parser.add_argument("--fresh", action="store_true", help="rerun everything")
+    args = parser.parse_args(argv)
+
+    labels = ["inductor", f"approx-dp K={args.beam_width}", f"anytime {args.time_limit:g} s"]
+    options = {
+        labels[0]: ("inductor", {}),
+        labels[1]: ("approx-dp", {"beam_width": args.beam_width}),
+        labels[2]: ("anytime", {"time_limit": args.time_limit}),
+    }
+    out = Path(args.out)
+    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    console = Console(stderr=True)
+
+    def solver(keep_outputs: bool):
+        def run(graph: Graph, label: str, *, seed: int) -> Schedule:
+            if label == MUST_LIVE:
+                began = time.perf_counter()
+                bound = must_live_bound(graph, keep_outputs=keep_outputs)
+                seconds = time.perf_counter() - began
+                return Schedule(np.arange(0), bound, MUST_LIVE, seconds)
+            if label == BOUND:
+                began = time.perf_counter()
+                bound, how = proved_bound(
+                    graph, keep_outputs=keep_outputs, states=args.exact_states,
+                    seconds=args.exact_time,
+                )  # fmt: skip
+                seconds = time.perf_counter() - began
+                exact = how == EXACT
+                return Schedule(np.arange(0), bound, BOUND, seconds, proved_optimal=exact)
+            method, extra = options[label]
+            if keep_outputs:
+                return solve_outputs_kept(graph, method, seed=seed, **extra)
+            return solve(graph, method, seed=seed, **extra)
+
+        return run
+
+    def on_run(run: Run, graph: Graph, order: np.ndarray) -> None:
+        done.append(run)
+        write_text_atomic(out, runs_csv(done))
+        console.log(f"{run.graph} {run.method}: {run.peak_memory:.6g}, {run.seconds:.3g} s")
+
+    layered = [
+        (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
+    ]
+    run_methods(
+        layered, [MUST_LIVE, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
+        solver=solver(keep_outputs=False),
+    )  # fmt: skip
+    zoo = []
+    if args.zoo:
+        from dagopt.zoo import export_zoo
+
+        for key in args.zoo:
+            name, size, mode = key.split("/")
+            graph = export_zoo(name, size=size, mode=mode, cache_dir=args.zoo_cache).graph
+            zoo.append((graph.num_nodes, key, graph))
+    run_methods(
+        zoo, [MUST_LIVE, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
+        solver=solver(keep_outputs=True),
+    )  # fmt: skip
+    keys = {key for _, key, _ in layered + zoo}
+    runs = [r for r in done if r.graph in keys]
+    print(f"% gap of each method's peak to the best proved lower bound (CSV: {out})\n")
+    print(headroom_table(runs, labels))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
