@@ -199,3 +199,21 @@ def test_approx_dp_answer_does_not_depend_on_the_thread_count():
     finally:
         numba.set_num_threads(before)
     np.testing.assert_array_equal(*orders)
+
+
+@pytest.mark.parametrize("keep_outputs", [False, True])
+def test_inductor_kernels_make_the_reference_sorts_choices(keep_outputs):
+    """The numba sorts give exactly the orders of the Python transcriptions of
+    Inductor's sorts, on layered graphs (many ties in size) and random sparse DAGs."""
+    from dagopt.schedule.inductor import fifo_bfs_order, lpmf_order, size_dfs_order
+    from inductor_reference import reference_fifo_bfs, reference_lpmf, reference_size_dfs
+
+    graphs = [generate_layered(n, seed=seed) for n, seed in ((60, 1), (300, 2), (1000, 3))]
+    graphs += [sparse_dag(80, 0.08, seed) for seed in range(5)]
+    for graph in graphs:
+        np.testing.assert_array_equal(
+            lpmf_order(graph, keep_outputs=keep_outputs),
+            reference_lpmf(graph, keep_outputs=keep_outputs),
+        )
+        np.testing.assert_array_equal(fifo_bfs_order(graph), reference_fifo_bfs(graph))
+        np.testing.assert_array_equal(size_dfs_order(graph), reference_size_dfs(graph))

@@ -10,13 +10,12 @@ the running node, so it enters the "memory during the node" term only. The node
 index (file order) is Inductor's ``mpi_node.index`` tie-breaker.
 """
 
-import heapq
-
 import numpy as np
 
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
 from dagopt.schedule.base import SolverResult, register
+from dagopt.schedule.inductor_kernels import fifo_bfs_kernel, lpmf_kernel, size_dfs_kernel
 
 
 def lpmf_order(graph: Graph, *, keep_outputs: bool = False) -> np.ndarray:
@@ -25,93 +24,36 @@ def lpmf_order(graph: Graph, *, keep_outputs: bool = False) -> np.ndarray:
     Among ready nodes pick the one minimising, lexicographically,
     ``(max(live + mem1(v), max_so_far), mem(v) - freed(v), index)``: if a node fits
     under the peak so far, take the one leaving least memory behind; otherwise the
-    one with the lowest peak while it runs.
+    one with the lowest peak while it runs. A buffer is freed when its last use runs;
+    a kept graph output counts one use more and is never freed.
     """
-    n = graph.num_nodes
-    mem, param = graph.mem, graph.param_mem
-    missing = graph.in_degree.astype(np.int64).copy()
-    uses_left = graph.out_degree.astype(np.int64) + (1 if keep_outputs else 0)
-    to_free = np.zeros(n)
-    for u in range(n):
-        if uses_left[u] == 1:
-            to_free[graph.successors(u)] += mem[u]
-        elif uses_left[u] == 0:
-            to_free[u] += mem[u]
-    live = 0.0
-    max_memory = float(mem[graph.sinks].sum()) if keep_outputs else 0.0
-    ready = set(np.flatnonzero(missing == 0).tolist())
-    order = []
-    while ready:
-        v = min(
-            ready,
-            key=lambda x: (max(live + mem[x] + param[x], max_memory), mem[x] - to_free[x], x),
-        )
-        ready.remove(v)
-        order.append(v)
-        max_memory = max(max_memory, live + mem[v] + param[v])
-        live += mem[v] - to_free[v]
-        for w in graph.successors(v):
-            missing[w] -= 1
-            if missing[w] == 0:
-                ready.add(int(w))
-        for u in graph.predecessors(v):
-            uses_left[u] -= 1
-            if uses_left[u] == 1:
-                to_free[graph.successors(u)] += mem[u]
-    return np.asarray(order, dtype=np.int64)
+    max_memory = float(graph.mem[graph.sinks].sum()) if keep_outputs else 0.0
+    return lpmf_kernel(
+        graph.succ_ptr, graph.succ_idx, graph.pred_ptr, graph.pred_idx,
+        graph.mem, graph.param_mem, keep_outputs, max_memory,
+    )  # fmt: skip
 
 
 def fifo_bfs_order(graph: Graph) -> np.ndarray:
     """Inductor's ``topological_sort_bfs``: run the ready node whose predecessors ran
-    earliest (sorted list of predecessor execution steps, compared lexicographically)."""
-    missing = graph.in_degree.astype(np.int64).copy()
-    step = np.full(graph.num_nodes, -1, dtype=np.int64)
-    heap = [([], v) for v in np.flatnonzero(missing == 0).tolist()]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, v = heapq.heappop(heap)
-        step[v] = len(order)
-        order.append(v)
-        for w in graph.successors(v):
-            missing[w] -= 1
-            if missing[w] == 0:
-                priority = sorted(set(step[graph.predecessors(w)].tolist()))
-                heapq.heappush(heap, (priority, int(w)))
-    return np.asarray(order, dtype=np.int64)
+    earliest (sorted list of predecessor execution steps, compared lexicographically,
+    then the node index)."""
+    return fifo_bfs_kernel(graph.succ_ptr, graph.succ_idx, graph.pred_ptr, graph.pred_idx)
 
 
 def size_dfs_order(graph: Graph) -> np.ndarray:
     """Inductor's ``topological_sort_dfs``: visit nodes by ascending size of the buffers
-    they read and write, each after its (same-sorted) unvisited dependencies."""
+    they read and write (then index), each after its unvisited dependencies, which are
+    visited in the same order."""
+    n = graph.num_nodes
     src, dst = graph.edges
-    size_with_reads = graph.mem + np.bincount(
-        dst, weights=graph.mem[src], minlength=graph.num_nodes
-    )
-    rank = np.lexsort((np.arange(graph.num_nodes), size_with_reads))
+    size_with_reads = graph.mem + np.bincount(dst, weights=graph.mem[src], minlength=n)
+    rank = np.lexsort((np.arange(n), size_with_reads))
     position = np.empty_like(rank)
-    position[rank] = np.arange(rank.size)
-    seen = np.zeros(graph.num_nodes, dtype=bool)
-    order: list[int] = []
-    for root in rank.tolist():
-        if seen[root]:
-            continue
-        seen[root] = True
-        stack = [(root, iter(_by_rank(graph.predecessors(root), position)))]
-        while stack:
-            node, deps = stack[-1]
-            dep = next((d for d in deps if not seen[d]), None)
-            if dep is None:
-                stack.pop()
-                order.append(node)
-            else:
-                seen[dep] = True
-                stack.append((dep, iter(_by_rank(graph.predecessors(dep), position))))
-    return np.asarray(order, dtype=np.int64)
-
-
-def _by_rank(nodes: np.ndarray, position: np.ndarray) -> list[int]:
-    return nodes[np.argsort(position[nodes], kind="stable")].tolist()
+    position[rank] = np.arange(n)
+    consumer = np.repeat(np.arange(n), np.diff(graph.pred_ptr))
+    sorted_preds = graph.pred_idx[np.lexsort((position[graph.pred_idx], consumer))]
+    return size_dfs_kernel(rank, graph.pred_ptr, sorted_preds.astype(np.int64))
 
 
 @register("lpmf", "PyTorch Inductor's least-peak-memory-first greedy")
