@@ -140,8 +140,16 @@ def build_collection(
 
     collection = collection_name(kind, variant)
     require_tvm()
+    allowed = os.sched_getaffinity(0)
     core = pin_to_core(options.core)
-    root = Path(root)
+    try:
+        return _build(Path(root), kind, collection, options, core)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: int) -> list[Path]:
+    variant = collection.rsplit(":", 1)[-1]
     graphs = plan_graphs(kind, root, options)
     sidecar = collection_dir(root, collection, "train").parent / SIDECAR
     figures = _read_sidecar(sidecar)
