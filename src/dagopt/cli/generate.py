@@ -107,7 +107,7 @@ def configs(
             show_default=False,
         ),
     ] = None,
-    rounds: Annotated[int, typer.Option(min=2, help="Interleaved timing rounds (even).")] = 6,
+    rounds: Annotated[int, typer.Option(min=2, help="Interleaved timing rounds (even).")] = 10,
     max_macs: Annotated[int, typer.Option(min=1, help="Multiply-adds budget of a graph.")] = (
         2_000_000
     ),

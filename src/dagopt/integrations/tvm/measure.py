@@ -85,8 +85,8 @@ def calibrate(program: Program, min_batch_ns: int) -> int:
 def measure_programs(
     programs: Sequence[Program],
     *,
-    rounds: int = 6,
-    min_batch_ns: int = 1_000_000,
+    rounds: int = 10,
+    min_batch_ns: int = 2_000_000,
     seed: int = 0,
 ) -> Measurement:
     """Time ``programs`` in ``rounds`` interleaved rounds (see the module docstring)."""

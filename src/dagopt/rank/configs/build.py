@@ -49,7 +49,7 @@ class BuildOptions:
 
     graphs: int | None = None
     configs: int | None = None
-    rounds: int = 6
+    rounds: int = 10
     max_macs: int = 2_000_000
     seed: int = 0
     core: int | None = None
