@@ -117,7 +117,7 @@ def test_a_tiny_generation_writes_files_the_reader_accepts(root):
     assert (record.config_runtime_normalizers == record.config_runtime_normalizers[0]).all()
     assert tile.parent.name == split_of("tile", "resnet-50") == "train"
     assert (root / "npz/tile/xla/measurements.json").is_file()
-    for kind, nodes in (("layout-nlp", 5), ("layout-xla", 3)):
+    for kind, nodes in (("layout-nlp", 4), ("layout-xla", 3)):
         (layout,) = build_collection(root, kind, "default", TINY)
         record = read_tpugraphs(layout)
         assert isinstance(record, LayoutRecord)

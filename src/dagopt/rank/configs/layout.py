@@ -4,9 +4,11 @@ their TpuGraphs records.
 ``xla`` graphs (zoo CNNs): a conv2d layer of the model (groups 1), its output reshaped
 to ``(channels, pixels)`` and multiplied by a ``(next channels, channels)`` matrix (a
 1x1 conv as a dot): configurable convolution, reshape and dot. ``nlp`` graphs (zoo
-transformers): attention scores of ``h`` heads from a ``hidden -> hidden`` projection,
-``q = x Wq``, ``k = x Wk`` (dots), both reshaped to ``(tokens, h, head_dim)``, then the
-batched dot ``scores[h, i, j] = sum_d q[i, h, d] k[j, h, d]``: five configurable nodes.
+transformers): attention scores of ``h`` heads against cached keys: the query
+projection ``q = x Wq`` (a dot with a ``hidden -> hidden`` layer's slice of ``h`` heads),
+reshaped to ``(tokens, h, head_dim)``, the batched dot with the keys (a parameter)
+``scores[h, i, j] = sum_d q[i, h, d] k[j, h, d]``, reshaped to ``(h * tokens, tokens)``:
+four configurable nodes.
 Tokens and pixels shrink (halving) until a graph fits ``max_macs``; channels, windows,
 strides, hidden sizes and head dims are the zoo's.
 
@@ -72,19 +74,22 @@ def nlp_graph(layer: LayerShape, heads: int, tokens: int, max_macs: int) -> Layo
         return None
     hidden, head_dim = layer.cin, layer.cin // layer.heads
     width = heads * head_dim
-    while tokens > 1 and 2 * tokens * width * (hidden + tokens // 2) > max_macs:
+
+    def macs(t: int) -> int:
+        return t * width * (hidden + t)
+
+    while tokens > 1 and macs(tokens) > max_macs:
         tokens //= 2
-    if 2 * tokens * width * (hidden + tokens // 2) > max_macs:
+    if macs(tokens) > max_macs:
         return None
     ops = (
         LayoutOp("parameter", (tokens, hidden)),
         LayoutOp("parameter", (hidden, width)),
         LayoutOp("dot", (tokens, width), (0, 1), spec="sd,de->se"),
-        LayoutOp("parameter", (hidden, width)),
-        LayoutOp("dot", (tokens, width), (0, 3), spec="sd,de->se"),
         LayoutOp("reshape", (tokens, heads, head_dim), (2,)),
-        LayoutOp("reshape", (tokens, heads, head_dim), (4,)),
-        LayoutOp("dot", (heads, tokens, tokens), (5, 6), spec="ihd,jhd->hij"),
+        LayoutOp("parameter", (tokens, heads, head_dim)),
+        LayoutOp("dot", (heads, tokens, tokens), (3, 4), spec="ihd,jhd->hij"),
+        LayoutOp("reshape", (heads * tokens, tokens), (5,)),
     )
     return LayoutGraph(f"{layer.model}.attention-d{hidden}-h{heads}-t{tokens}", ops)
 
