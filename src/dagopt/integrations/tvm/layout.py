@@ -117,6 +117,8 @@ def _logical(physical: Sequence, layout: Layout) -> list:
     return [physical[major_to_minor.index(d)] for d in range(len(layout))]
 
 
+DATA_PARALLEL = 0
+"""``IterVar.iter_type`` of a data-parallel (not a reduction) block variable."""
 VECTOR_LANES = 32
 """Most lanes of the vectorised minor loop (32 float32: four AVX2 registers, the
 contiguous case unrolled; a gather gains nothing from it)."""
@@ -131,7 +133,7 @@ def _vectorized(function):
     sch = tvm.s_tir.Schedule(tvm.IRModule({"main": function}), enable_check=False)
     block = sch.get_sblock("compute")
     loops = sch.get_loops(block)
-    rank = sum(1 for v in sch.get(block).iter_vars if v.iter_type == 0)  # data-parallel
+    rank = sum(1 for v in sch.get(block).iter_vars if v.iter_type == DATA_PARALLEL)
     extent = int(sch.get(loops[rank - 1]).extent)
     lanes = next(w for w in (VECTOR_LANES, 16, 8, 4, 2, 1) if extent % w == 0)
     outer, inner = sch.split(loops[rank - 1], [None, lanes])

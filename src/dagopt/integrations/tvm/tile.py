@@ -20,9 +20,7 @@ from dagopt.integrations.tvm import cpu_target, require_tvm
 
 ACTIVATIONS = ("relu", "gelu")
 LOOP_ORDERS = 3
-"""0: reduction tiles outside the output tile (``o.. r_o r_i i..``), 1: the whole
-reduction outside the output tile (``o.. r_o i.. r_i``... see ``_order``), 2: output tile
-outermost inside its block (``o.. i.. r``)."""
+"""Loop orders of a ``Tiling`` (``schedule`` lists them)."""
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.tpugraphs import collection_dir, write_tpugraphs
@@ -75,14 +73,10 @@ def split_of(kind: str, model: str) -> str:
 
 
 def _round_robin(per_model: dict[str, list]) -> list:
-    lists = [items for items in per_model.values() if items]
-    return [x for row in zip_longest_skip(lists) for x in row]
-
-
-def zip_longest_skip(lists: list[list]) -> list[list]:
-    """Rows of the i-th items of each list, skipping exhausted lists."""
+    """The first item of every list, then every second item, ... (exhausted lists skipped)."""
+    lists = list(per_model.values())
     depth = max((len(x) for x in lists), default=0)
-    return [[x[i] for x in lists if i < len(x)] for i in range(depth)]
+    return [x[i] for i in range(depth) for x in lists if i < len(x)]
 
 
 def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str, object]]:
@@ -200,14 +194,3 @@ def _measure(kind, variant, graph, name, count, options, seed):
     )
     record = layout_record(graph, configs, measurement.runtime_ns)
     return record, measurement, {"default_is_first": bool(configs[0] == graph.default_config())}
-
-
-def collection_summary(figures: dict) -> dict[str, float]:
-    """Median retest tau and spread, and the load range, of a collection's sidecar."""
-    values = list(figures.values())
-    taus = np.array([v["retest_tau"] for v in values], dtype=float)
-    return {
-        "graphs": len(values),
-        "configs": int(sum(v["configs"] for v in values)),
-        "retest_tau_median": float(np.nanmedian(taus)) if values else float("nan"),
-    }

@@ -13,7 +13,7 @@ kernel, NCHW output), 107-108 the group counts (1), 134-139 the default row-majo
 (``dagopt.io.tpugraphs.HLO_OPCODES``).
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,7 +37,6 @@ class HloNode:
     window: int = 0
     stride: int = 1
     pad: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def _put(row: np.ndarray, start: int, values, *, product_of_empty: float = 0.0) -> None:

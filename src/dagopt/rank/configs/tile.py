@@ -168,7 +168,7 @@ def measure_tile_kernel(kernel: TileKernel, count: int, *, rounds: int, seed: in
     """``count`` random tilings of ``kernel``, timed together with the default schedule
     in the same interleaved rounds; returns the tilings, their measurement (the default
     last) and the compiled code's numpy check error."""
-    from dagopt.integrations.tvm import compile_functions
+    from dagopt.integrations.tvm import compile_functions, require_tvm
     from dagopt.integrations.tvm.measure import measure_programs
     from dagopt.integrations.tvm.tile import random_inputs, reference, schedule
 
@@ -178,8 +178,7 @@ def measure_tile_kernel(kernel: TileKernel, count: int, *, rounds: int, seed: in
     executable = compile_functions(
         {f"cfg{j}": schedule(kernel, t)["main"] for j, t in enumerate(plans)}
     )
-    import tvm  # imported by compile_functions above
-
+    tvm = require_tvm()
     device = tvm.cpu(0)
     arrays = random_inputs(kernel, seed)
     tensors = [tvm.runtime.tensor(a, device) for a in arrays]
