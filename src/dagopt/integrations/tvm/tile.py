@@ -169,10 +169,11 @@ def schedule(kernel: TileKernel, tiling: Tiling | None):
 
     Output axes split into outer / inner by ``tiling.output``, the first reduction axis
     into outer / inner by ``tiling.reduction``; loops ordered by ``tiling.order``:
-    0 ``outer.. reduction_outer inner.. reduction_inner..`` (reduction tiles inside the
-    output tile), 1 ``outer.. reduction.. inner..`` (whole reduction outside the output
-    tile), 2 ``outer.. inner.. reduction..`` (one output element at a time). The epilogue
-    (bias, activation) is fused under the outer output loops.
+    0 ``outer.. reduction_outer inner.. reduction_inner..`` (the inner output tile inside
+    each reduction tile), 1 ``outer.. reduction.. inner..`` (the inner output tile
+    innermost: it can be vectorised), 2 ``outer.. inner.. reduction..`` (one output
+    element's whole reduction at a time). The innermost loop is unrolled on request. The
+    epilogue (bias, activation) is fused under the outer output loops.
     """
     tvm = require_tvm()
     mod = tvm.IRModule({"main": kernel_function(kernel)})
