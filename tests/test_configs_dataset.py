@@ -141,3 +141,22 @@ def test_missing_tvm_is_a_one_line_error(monkeypatch, root):
     assert result.exit_code == 2
     assert "Apache TVM is not installed" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_config_feat_follows_the_official_columns():
+    from dagopt.rank.configs.tile import config_features, kernel_nodes
+
+    row = config_features(DENSE, Tiling((4, 8), 16, 1, True, False))
+    kernel_bounds = [8, 16, 0, 0, 0, 0, 24, 128]  # weight tile (n, k), sum, product
+    output_bounds = [4, 8, 0, 0, 0, 0, 12, 32]
+    knobs = [1, 1, 0, 0, 0, 0, 2, 0]  # order, vectorised, unrolled, sum, product
+    assert row.tolist() == kernel_bounds + output_bounds + knobs
+    conv = config_features(CONV, Tiling((1, 4, 2, 5), 2, 2, False, True))
+    assert conv[:8].tolist() == [4, 2, 3, 3, 0, 0, 12, 72]
+    from dagopt.rank.configs.features import graph_arrays
+
+    feat, opcode, edges = graph_arrays(kernel_nodes(CONV))
+    assert opcode[2] == 26 and feat[2, 37:39].tolist() == [3, 3] and feat[2, 45] == 2
+    assert feat[2, 21:25].tolist() == [1, 8, 5, 5] and feat[2, 134:138].tolist() == [3, 2, 1, 0]
+    assert feat[-1, 0] == 1 and feat[:-1, 0].sum() == 0
+    assert [2, 0] in edges.tolist() and [2, 1] in edges.tolist()  # consumer, producer
