@@ -81,3 +81,48 @@ def placement(
     from dagopt.generate.placement import generate_placement
 
     _write_family("placement", count, seed, out, lambda k: generate_placement(nodes, seed=k))
+
+
+@generate_app.command()
+def configs(
+    collection: Annotated[
+        str, typer.Option("--collection", help="tile, layout-xla (zoo CNNs) or layout-nlp.")
+    ],
+    variant: Annotated[
+        str, typer.Option(help="Layout configurations: random (uniform) or default (GA).")
+    ] = "random",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Dataset root (gets npz/...).")] = Path(
+        "datasets/configs"
+    ),
+    graphs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Graphs (default: 55 tile, 40 layout).", show_default=False),
+    ] = None,
+    count: Annotated[
+        int | None,
+        typer.Option(
+            "--configs",
+            min=2,
+            help="Configurations per graph (default: 64 tile, 200 layout).",
+            show_default=False,
+        ),
+    ] = None,
+    rounds: Annotated[int, typer.Option(min=2, help="Interleaved timing rounds (even).")] = 10,
+    max_macs: Annotated[int, typer.Option(min=1, help="Multiply-adds budget of a graph.")] = (
+        2_000_000
+    ),
+    seed: SeedOpt = 0,
+    core: Annotated[
+        int | None, typer.Option(help="CPU to pin to (default: the last allowed one).")
+    ] = None,
+) -> None:
+    """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
+    TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
+    from dagopt.cli.output import progress_on_terminal
+    from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
+
+    options = BuildOptions(graphs, count, rounds, max_macs, seed, core)
+    name = collection_name(collection, variant)
+    with progress_on_terminal():
+        written = build_collection(out, collection, variant, options)
+    console.print(f"{name}: wrote {len(written)} new graphs under {out}", markup=False)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Measure (or continue measuring) the shipped configuration dataset (docs/configs_dataset.md).
+# Resumable: every call skips the graphs already written, so rerun it to continue.
+# Steps grow the collections together, so a partial run covers every collection and split.
+# Run from the repository root: bash datasets/configs/generate.sh
+set -euo pipefail
+dagopt() { python -c 'from dagopt.cli.entry import main; main()' "$@"; }
+for step in 8 16 24 32 40 55; do
+  dagopt generate configs --collection tile --graphs "$step" --out datasets/configs
+  layout=$((step < 40 ? step : 40))
+  for variant in random default; do
+    for kind in layout-nlp layout-xla; do
+      dagopt generate configs --collection "$kind" --variant "$variant" --graphs "$layout" \
+        --out datasets/configs
+    done
+  done
+done

@@ -1,0 +1,162 @@
+"""The measured configuration dataset: TVM kernels under tilings and layouts, the timing
+protocol, the TpuGraphs files ``dagopt generate configs`` writes, resume, missing TVM."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from dagopt.cli.main import app
+from dagopt.errors import InputError
+from dagopt.io.tpugraphs import LayoutRecord, TileRecord, collection_files, read_tpugraphs
+
+tvm = pytest.importorskip("tvm")
+
+from dagopt.integrations.tvm import require_tvm  # noqa: E402
+from dagopt.integrations.tvm.layout import (  # noqa: E402
+    LayoutPrograms,
+    program_calls,
+    random_config,
+    reference,
+)
+from dagopt.integrations.tvm.measure import measure_programs  # noqa: E402
+from dagopt.integrations.tvm.tile import (  # noqa: E402
+    TileKernel,
+    Tiling,
+    bound_program,
+    compile_kernel,
+    random_inputs,
+    schedule,
+)
+from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
+from dagopt.rank.configs.build import BuildOptions, build_collection, split_of  # noqa: E402
+from dagopt.rank.configs.layout import nlp_graph, xla_graph  # noqa: E402
+from dagopt.rank.configs.zoo_shapes import LayerShape  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = ROOT / "datasets" / "configs" / "zoo_shapes.json"
+runner = CliRunner()
+
+DENSE = TileKernel("dense", "gelu", m=8, n=32, k=48)
+CONV = TileKernel("conv2d", "relu", cin=6, cout=8, size=9, kernel=3, stride=2, pad=1)
+CONV_LAYER = LayerShape("resnet-50", "conv2d", 6, 8, 9, kernel=3, stride=2, pad=1)
+LINEAR_LAYER = LayerShape("bert-base", "linear", 32, 32, 8, heads=4)
+
+
+@pytest.mark.parametrize(
+    ("kernel", "tiling"),
+    [
+        (DENSE, Tiling((4, 8), 16, 0, False, True)),
+        (DENSE, Tiling((2, 16), 8, 1, True, False)),
+        (CONV, Tiling((1, 4, 2, 5), 2, 2, False, True)),
+        (CONV, Tiling((1, 2, 5, 5), 3, 1, True, True)),
+    ],
+)
+def test_a_tiling_changes_the_code_not_the_numbers(kernel, tiling):
+    assert str(schedule(kernel, tiling)) != str(schedule(kernel, None))
+    arrays = random_inputs(kernel, seed=1)
+    expected = tile_reference(kernel, *arrays[:3])
+    for plan in (None, tiling):
+        run, tensors = bound_program(compile_kernel(kernel, plan), arrays)
+        run()
+        np.testing.assert_allclose(tensors[-1].numpy(), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [xla_graph(CONV_LAYER, 5, 10**6), nlp_graph(LINEAR_LAYER, 2, 8, 10**6)],
+    ids=["xla", "nlp"],
+)
+def test_layouts_compute_what_the_default_layout_computes(graph):
+    rng = np.random.default_rng(0)
+    configs = [graph.default_config()] + [random_config(graph, rng) for _ in range(4)]
+    programs = LayoutPrograms(graph, seed=2)
+    programs.add(configs)
+    expected = reference(graph, programs.parameters())
+    results = []
+    for config in configs:
+        programs.runner(config)()
+        results.append(programs.result())
+        np.testing.assert_allclose(results[-1], expected, atol=1e-4)
+    # non-default layouts really run other code: copies (transposes) and other functions
+    keys = [{key for key, _ in program_calls(graph, c)} for c in configs]
+    assert all(k != keys[0] for k in keys[1:])
+    assert any(key[0] == "copy" for k in keys[1:] for key in k)
+
+
+def test_the_protocol_records_retest_tau_spread_and_load():
+    kernel = DENSE
+    arrays = random_inputs(kernel)
+    runs = [bound_program(compile_kernel(kernel, t), arrays)[0] for t in (None, None)]
+    m = measure_programs(runs, rounds=2, min_batch_ns=10_000)
+    assert m.runtime_ns.shape == (2,) and m.runtime_ns.dtype == np.int64
+    assert (m.runtime_ns > 0).all() and m.spread >= 1.0 and len(m.load) == 2
+    assert np.array_equal(m.runtime_ns, np.rint(np.minimum(m.first_half_ns, m.second_half_ns)))
+    with pytest.raises(InputError, match="even"):
+        measure_programs(runs, rounds=3)
+
+
+@pytest.fixture
+def root(tmp_path):
+    shutil.copy(SHAPES, tmp_path / "zoo_shapes.json")  # no model is built
+    return tmp_path
+
+
+TINY = BuildOptions(graphs=1, configs=4, rounds=2, max_macs=200_000)
+
+
+def test_a_tiny_generation_writes_files_the_reader_accepts(root):
+    (tile,) = build_collection(root, "tile", "random", TINY)
+    record = read_tpugraphs(tile)
+    assert isinstance(record, TileRecord)
+    assert record.config_feat.shape == (4, 24) and record.node_feat.shape[1] == 140
+    assert len(set(map(tuple, record.config_feat.tolist()))) == 4  # configurations differ
+    assert (record.config_runtime_normalizers == record.config_runtime_normalizers[0]).all()
+    assert tile.parent.name == split_of("tile", "resnet-50") == "train"
+    assert (root / "npz/tile/xla/measurements.json").is_file()
+    for kind, nodes in (("layout-nlp", 4), ("layout-xla", 3)):
+        (layout,) = build_collection(root, kind, "default", TINY)
+        record = read_tpugraphs(layout)
+        assert isinstance(record, LayoutRecord)
+        assert record.node_config_feat.shape == (4, nodes, 18)
+        assert record.config_runtime.shape == (4,) and (record.config_runtime > 0).all()
+        assert collection_files(root, f"layout:{kind[7:]}:default", "train") == [layout]
+
+
+def test_a_second_run_skips_the_graphs_written(root):
+    (path,) = build_collection(root, "layout-nlp", "random", TINY)
+    before = path.stat().st_mtime_ns
+    assert build_collection(root, "layout-nlp", "random", TINY) == []
+    assert path.stat().st_mtime_ns == before
+
+
+def test_missing_tvm_is_a_one_line_error(monkeypatch, root):
+    monkeypatch.setitem(sys.modules, "tvm", None)  # import tvm raises ImportError
+    with pytest.raises(InputError, match=r"pip install 'dagopt\[tvm\]'"):
+        require_tvm()
+    result = runner.invoke(app, ["generate", "configs", "--collection", "tile", "-o", str(root)])
+    assert result.exit_code == 2
+    assert "Apache TVM is not installed" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_config_feat_follows_the_official_columns():
+    from dagopt.rank.configs.tile import config_features, kernel_nodes
+
+    row = config_features(DENSE, Tiling((4, 8), 16, 1, True, False))
+    kernel_bounds = [8, 16, 0, 0, 0, 0, 24, 128]  # weight tile (n, k), sum, product
+    output_bounds = [4, 8, 0, 0, 0, 0, 12, 32]
+    knobs = [1, 1, 0, 0, 0, 0, 2, 0]  # order, vectorised, unrolled, sum, product
+    assert row.tolist() == kernel_bounds + output_bounds + knobs
+    conv = config_features(CONV, Tiling((1, 4, 2, 5), 2, 2, False, True))
+    assert conv[:8].tolist() == [4, 2, 3, 3, 0, 0, 12, 72]
+    from dagopt.rank.configs.features import graph_arrays
+
+    feat, opcode, edges = graph_arrays(kernel_nodes(CONV))
+    assert opcode[2] == 26 and feat[2, 37:39].tolist() == [3, 3] and feat[2, 45] == 2
+    assert feat[2, 21:25].tolist() == [1, 8, 5, 5] and feat[2, 134:138].tolist() == [3, 2, 1, 0]
+    assert feat[-1, 0] == 1 and feat[:-1, 0].sum() == 0
+    assert [2, 0] in edges.tolist() and [2, 1] in edges.tolist()  # consumer, producer
