@@ -1,8 +1,9 @@
 """Autoregressive neural ordering solvers: paper 000's decoder ablation (appendix B).
 
 An ``ARPolicy`` (``dagopt.nn.ar_decoder``: an encoder, Topoformer or the DAG-only
-variant, plus Kool et al.'s decoder) read from ``--checkpoint`` (there is no shipped
-one; ``dagopt train ordering`` with ``"decoder": "autoregressive"`` makes one)
+variant, plus Kool et al.'s decoder) read from ``--checkpoint``, else the shipped
+``topoformer-ar-ordering`` (the Table 4 ablation model, trained at a reduced budget;
+``dagopt train ordering`` with ``"decoder": "autoregressive"`` makes others),
 decodes the order greedily, as the best of S sampled orders, or by beam search.
 
 The beam keeps the ``beam_width`` partial orders of highest ``sum log p`` (eq. 6)
@@ -23,6 +24,7 @@ import numpy as np
 
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
+from dagopt.models import model_path
 from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
@@ -42,12 +44,10 @@ def _cached_model(path: str) -> "ARPolicy":
 
 
 def load_ar_model(checkpoint: str | os.PathLike | None) -> "ARPolicy":
-    """The autoregressive model in ``checkpoint`` (required: none is shipped)."""
-    if checkpoint is None:
-        raise InputError("the topoformer-ar-* methods need --checkpoint PATH (none is shipped)")
-    path = Path(checkpoint)
+    """The autoregressive model in ``checkpoint``, else the default one (``model_path``)."""
+    path = Path(checkpoint) if checkpoint is not None else model_path("topoformer-ar-ordering")
     if not path.is_file():
-        raise InputError(f"no autoregressive model file at {path}")
+        raise InputError(f"no autoregressive model file at {path}; pass --checkpoint PATH")
     return _cached_model(str(path.resolve()))
 
 
