@@ -65,7 +65,7 @@ class Prepared:
     """Per-graph terms of the decoder, computed once (``ARPolicy.prepare``)."""
 
     graph_query: torch.Tensor  # (d,)    W_g mean(h)
-    last_query: torch.Tensor  # (n + 1, d) W_l h_j, the placeholder's last
+    last_query: torch.Tensor  # (n + 1, d) W_l h_j, the placeholder's row last
     glimpse_keys: torch.Tensor  # (H, n, d / H)
     glimpse_values: torch.Tensor  # (H, n, d / H)
     pointer_keys: torch.Tensor  # (n, d)
