@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from dagopt.bench.datasets import layered_test_set
-from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
 from dagopt.train.rundir import MODEL_FILE, STATE_FILE
@@ -37,12 +37,6 @@ PAPER_BEAM_GAP = {
     "topoformer-dag": (3.68, 0.35),
     "topoformer": (3.08, 0.05),
 }
-
-
-def mean_ci(values: list[float]) -> str:
-    array = np.asarray(values)
-    half = 1.96 * array.std(ddof=1) / np.sqrt(array.size) if array.size > 1 else float("nan")
-    return f"{array.mean():.2f} ± {half:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

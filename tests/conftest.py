@@ -1,12 +1,13 @@
 """Session set-up: small random-weight models stand in for the shipped ones (the
-Topoformer priority model and the REGAL policies, with BRKGA's default parameters as
-``brkga-tuned``) in a ``DAGOPT_MODEL_DIR``, so the methods that load a model run in
-every test without depending on training."""
+Topoformer priority model, its autoregressive ablation and the REGAL policies, with
+BRKGA's default parameters as ``brkga-tuned``) in a ``DAGOPT_MODEL_DIR``, so the
+methods that load a model run in every test without depending on training."""
 
 import pytest
 import torch
 
 from dagopt.models import MODEL_DIR_ENV, model_path
+from dagopt.nn.ar_decoder import ARConfig, ARPolicy
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.regal import RegalConfig, RegalPolicy
@@ -27,6 +28,9 @@ def tiny_models(tmp_path_factory):
         save_model(
             model_path("topoformer-ordering"), PriorityModel(TINY_ENCODER), {"purpose": "tests"}
         )
+        torch.manual_seed(0)
+        tiny_ar = ARPolicy(ARConfig(encoder=TINY_ENCODER, glimpse_heads=2))
+        save_model(model_path("topoformer-ar-ordering"), tiny_ar, {"purpose": "tests"})
         torch.manual_seed(0)
         for objective in ("runtime", "peak-memory"):
             meta = {"objective": objective, "purpose": "tests"}

@@ -36,3 +36,17 @@ def validate_order(graph: Graph, order) -> np.ndarray:
         s, t = int(src[late[0]]), int(dst[late[0]])
         raise OrderError(f"order runs {graph.names[t]!r} before its predecessor {graph.names[s]!r}")
     return array
+
+
+def ready_masks(graph: Graph, order: np.ndarray) -> np.ndarray:
+    """The ready set of every step of ``order``, for eq. (8) in differentiable code:
+    ``(n, n)`` with ``[t, j]`` true iff node ``j`` is ready at step ``t``. Node ``j`` is
+    ready from one step after its last predecessor ran until it runs itself."""
+    n = graph.num_nodes
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    src, dst = graph.edges
+    ready_from = np.zeros(n, dtype=np.int64)
+    np.maximum.at(ready_from, dst, position[src] + 1)
+    steps = np.arange(n)[:, None]
+    return (ready_from[None, :] <= steps) & (steps <= position[None, :])

@@ -3,9 +3,11 @@
 Paper 000 (Gagrani et al., *Neural Topological Ordering for Computation Graphs*):
 node features and Laplacian encodings (appendix C.5), the seven Topoformer masks
 (section 4.1), Topoformer and the ablation encoders (section 5.3), and the priority
-model of eq. (7) and (17). See ``docs/neural.md``.
+model of eq. (7) and (17); the autoregressive decoder of the appendix-B ablation.
+See ``docs/neural.md``.
 """
 
+from dagopt.nn.ar_decoder import ARConfig, ARPolicy
 from dagopt.nn.attention import FeedForward, MLPBlock, TopoformerLayer, attention_bias
 from dagopt.nn.encoders import (
     KINDS,
@@ -28,6 +30,8 @@ __all__ = [
     "FEATURE_NAMES",
     "KINDS",
     "MASK_NAMES",
+    "ARConfig",
+    "ARPolicy",
     "Encoder",
     "EncoderConfig",
     "FeedForward",

@@ -53,6 +53,7 @@ SOLVERS = Registry(
         "dagopt.schedule.dfs_dp",
         "dagopt.schedule.anytime",
         "dagopt.schedule.neural",
+        "dagopt.schedule.neural_ar",
     ),
 )
 #: Decorator adding an ordering solver: ``@register(name, summary, options)``.

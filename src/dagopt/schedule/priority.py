@@ -101,17 +101,3 @@ def sample_orders(
     y = np.ascontiguousarray(priorities, dtype=np.float64)
     uniforms = rng.random((int(count), graph.num_nodes))
     return _sample(graph.succ_ptr, graph.succ_idx, graph.in_degree.astype(np.int64), y, uniforms)
-
-
-def ready_masks(graph: Graph, order: np.ndarray) -> np.ndarray:
-    """The ready set of every step of ``order``, for eq. (8) in differentiable code:
-    ``(n, n)`` with ``[t, j]`` true iff node ``j`` is ready at step ``t``. Node ``j`` is
-    ready from one step after its last predecessor ran until it runs itself."""
-    n = graph.num_nodes
-    position = np.empty(n, dtype=np.int64)
-    position[order] = np.arange(n)
-    src, dst = graph.edges
-    ready_from = np.zeros(n, dtype=np.int64)
-    np.maximum.at(ready_from, dst, position[src] + 1)
-    steps = np.arange(n)[:, None]
-    return (ready_from[None, :] <= steps) & (steps <= position[None, :])

@@ -9,6 +9,8 @@ validation set improves. ``model.pt`` holds the best policy on validation so far
 (the rollout baseline's policy). Each epoch's randomness derives from
 ``(seed, epoch)``, so a resumed run draws the same graphs and samples as an
 uninterrupted one. ``fit`` (``dagopt.train.loop``) owns epochs, files and resume.
+With ``decoder="autoregressive"`` the policy is the appendix-B ablation
+(``dagopt.nn.ar_decoder.ARPolicy``) and everything else stays the same.
 """
 
 from collections.abc import Callable, Sequence
@@ -24,6 +26,8 @@ from dagopt.errors import InputError
 from dagopt.generate import generate_layered
 from dagopt.generate.seeds import training_seed, validation_seeds
 from dagopt.graph import Graph
+from dagopt.graph.order import ready_masks
+from dagopt.nn.ar_decoder import ARConfig, ARPolicy
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
 from dagopt.nn.features import GraphInputs, graph_inputs
@@ -35,12 +39,18 @@ from dagopt.rl.baselines import (
     NoBaseline,
 )
 from dagopt.rl.reinforce import Environment, policy_gradient_loss
-from dagopt.schedule.priority import greedy_order, ready_masks, sample_orders
+from dagopt.schedule.priority import greedy_order, sample_orders
 from dagopt.train import rundir
 from dagopt.train.loop import Progress, Trainer, batch_slices, fit
 
 #: The baselines an ordering run can use (``dagopt.rl.baselines``).
 ORDERING_BASELINES = ("greedy-rollout", "exponential", "none")
+#: The decoders: the priority decoder of eq. (7)-(8), or the autoregressive decoder of
+#: appendix B (``dagopt.nn.ar_decoder``).
+DECODERS = ("priority", "autoregressive")
+
+#: A trainable ordering policy: Topoformer priorities or the autoregressive ablation.
+Policy = PriorityModel | ARPolicy
 
 
 def _small_encoder() -> EncoderConfig:
@@ -68,6 +78,7 @@ class OrderingTrainConfig(Config):
     grad_clip: float = 1.0
     validation_graphs: int = 64
     baseline: str = "greedy-rollout"
+    decoder: str = "priority"
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -83,6 +94,16 @@ class OrderingTrainConfig(Config):
             raise InputError(
                 f"baseline must be one of {', '.join(ORDERING_BASELINES)}, got {self.baseline!r}"
             )
+        if self.decoder not in DECODERS:
+            raise InputError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
+        if self.decoder == "autoregressive":
+            ARConfig(encoder=self.encoder)  # its glimpse heads must divide the width
+
+    def make_policy(self) -> Policy:
+        """A fresh (randomly initialised) policy of this run's encoder and decoder."""
+        if self.decoder == "autoregressive":
+            return ARPolicy(ARConfig(encoder=self.encoder))
+        return PriorityModel(self.encoder, alpha=self.alpha)
 
 
 @dataclass(frozen=True)
@@ -106,11 +127,28 @@ def order_log_prob(graph: Graph, priorities: torch.Tensor, order: np.ndarray) ->
     return (priorities[run] - torch.logsumexp(masked, dim=1)).sum()
 
 
+def sampled_order(
+    policy: Policy, graph: Graph, inputs: GraphInputs, rng: np.random.Generator
+) -> tuple[np.ndarray, torch.Tensor]:
+    """One order drawn from ``policy`` and its differentiable log-probability: eq. (8)
+    for priorities, eq. (6) (decoded without gradient, then scored teacher-forced in
+    one pass) for the autoregressive decoder."""
+    if isinstance(policy, ARPolicy):
+        order = policy.rollout(graph, inputs, rng.random((1, graph.num_nodes)))[0][0]
+        return order, policy.order_log_prob(graph, inputs, order)
+    y = policy(inputs)
+    order = sample_orders(graph, y.detach().double().numpy(), 1, rng)[0][0]
+    return order, order_log_prob(graph, y, order)
+
+
 @torch.no_grad()
-def greedy_cost(model: PriorityModel, graph: Graph, inputs: GraphInputs | None = None) -> float:
+def greedy_cost(model: Policy, graph: Graph, inputs: GraphInputs | None = None) -> float:
     """Peak memory of the greedy order of ``model`` on ``graph`` (eq. 10)."""
-    y = model(inputs if inputs is not None else graph_inputs(graph, pe_dim=model.config.pe_dim))
-    return peak_memory(graph, greedy_order(graph, y.double().numpy()))
+    pe_dim = model.encoder.config.pe_dim
+    inputs = inputs if inputs is not None else graph_inputs(graph, pe_dim=pe_dim)
+    if isinstance(model, ARPolicy):
+        return peak_memory(graph, model.rollout(graph, inputs)[0][0])
+    return peak_memory(graph, greedy_order(graph, model(inputs).double().numpy()))
 
 
 class PeakMemoryEnv(Environment):
@@ -120,7 +158,7 @@ class PeakMemoryEnv(Environment):
         return -peak_memory(instance, action)
 
     def greedy_rewards(
-        self, policy: PriorityModel, batch: Sequence[tuple[Graph, GraphInputs]]
+        self, policy: Policy, batch: Sequence[tuple[Graph, GraphInputs]]
     ) -> torch.Tensor:
         """Rewards of ``policy``'s greedy orders on ``(graph, inputs)`` pairs."""
         costs = [greedy_cost(policy, graph, inputs) for graph, inputs in batch]
@@ -128,7 +166,7 @@ class PeakMemoryEnv(Environment):
 
 
 def reinforce_loss(
-    policy: PriorityModel, baseline: Baseline, graphs: list[Graph], rng: np.random.Generator
+    policy: Policy, baseline: Baseline, graphs: list[Graph], rng: np.random.Generator
 ) -> tuple[torch.Tensor, float, float]:
     """The policy-gradient loss of one batch, one sampled order per graph (eq. 9).
 
@@ -139,11 +177,10 @@ def reinforce_loss(
     env = PeakMemoryEnv()
     log_probs, rewards, batch = [], [], []
     for graph in graphs:
-        inputs = graph_inputs(graph, pe_dim=policy.config.pe_dim, sign_flip=rng)
-        y = policy(inputs)
-        order = sample_orders(graph, y.detach().double().numpy(), 1, rng)[0][0]
+        inputs = graph_inputs(graph, pe_dim=policy.encoder.config.pe_dim, sign_flip=rng)
+        order, log_prob = sampled_order(policy, graph, inputs, rng)
         rewards.append(env.reward(graph, order))
-        log_probs.append(order_log_prob(graph, y, order))
+        log_probs.append(log_prob)
         batch.append((graph, inputs))
     reward = torch.tensor(rewards, dtype=torch.float64)
     value, _ = baseline.evaluate(batch, reward)
@@ -151,7 +188,7 @@ def reinforce_loss(
     return loss, -float(reward.mean()), -float(value.mean())
 
 
-def mean_greedy_cost(model: PriorityModel, graphs: list[tuple[Graph, GraphInputs]]) -> float:
+def mean_greedy_cost(model: Policy, graphs: list[tuple[Graph, GraphInputs]]) -> float:
     """Mean greedy peak over featurised graphs (``(graph, inputs)`` pairs)."""
     model.eval()
     return float(np.mean([greedy_cost(model, g, inputs) for g, inputs in graphs]))
@@ -167,7 +204,7 @@ class OrderingTrainer(Trainer):
     def __init__(self, run_dir: Path, config: OrderingTrainConfig) -> None:
         self.run_dir, self.config = run_dir, config
         torch.manual_seed(config.seed)
-        self.policy = PriorityModel(config.encoder, alpha=config.alpha)
+        self.policy = config.make_policy()
         self.env = PeakMemoryEnv()
         self.baseline: Baseline = {
             "greedy-rollout": lambda: GreedyRolloutBaseline(self.policy, self.env.greedy_rewards),
@@ -182,7 +219,7 @@ class OrderingTrainer(Trainer):
             self.validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
 
     @property
-    def best_model(self) -> PriorityModel:
+    def best_model(self) -> Policy:
         """The model ``model.pt`` holds: the rollout baseline's policy, else the policy."""
         if isinstance(self.baseline, GreedyRolloutBaseline):
             return self.baseline.policy

@@ -1,0 +1,157 @@
+"""Autoregressive neural ordering solvers: paper 000's decoder ablation (appendix B).
+
+An ``ARPolicy`` (``dagopt.nn.ar_decoder``: an encoder, Topoformer or the DAG-only
+variant, plus Kool et al.'s decoder) read from ``--checkpoint``, else the shipped
+``topoformer-ar-ordering`` (the Table 4 ablation model, trained at a reduced budget;
+``dagopt train ordering`` with ``"decoder": "autoregressive"`` makes others),
+decodes the order greedily, as the best of S sampled orders, or by beam search.
+
+The beam keeps the ``beam_width`` partial orders of highest ``sum log p`` (eq. 6)
+and collapses states as section 4.2 does for the priority decoder: of the
+candidates with the same scheduled node set only the one of lower peak so far
+survives (then the higher log-probability). Node sets are compared by 64-bit
+Zobrist hashes (XOR of one random key per node), so two different sets collide
+with probability about ``2^-64`` per pair. As for ``topoformer-beam``, the greedy
+order is kept as a candidate, so the result is never worse than greedy decoding.
+"""
+
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dagopt.errors import InputError, SolverError
+from dagopt.graph import Graph
+from dagopt.models import model_path
+from dagopt.objectives import peak_memory
+from dagopt.resources import check_fits
+from dagopt.schedule.base import SolverResult, register
+from dagopt.schedule.classic import MAX_SAMPLES
+
+if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
+    from dagopt.nn.ar_decoder import ARPolicy
+    from dagopt.nn.features import GraphInputs
+
+
+@lru_cache(maxsize=4)
+def _cached_model(path: str) -> "ARPolicy":
+    from dagopt.nn.ar_decoder import ARPolicy
+    from dagopt.nn.checkpoint import load_model
+
+    return load_model(path, expected=ARPolicy)[0]
+
+
+def load_ar_model(checkpoint: str | os.PathLike | None) -> "ARPolicy":
+    """The autoregressive model in ``checkpoint``, else the default one (``model_path``)."""
+    path = Path(checkpoint) if checkpoint is not None else model_path("topoformer-ar-ordering")
+    if not path.is_file():
+        raise InputError(f"no autoregressive model file at {path}; pass --checkpoint PATH")
+    return _cached_model(str(path.resolve()))
+
+
+def _inputs(graph: Graph, model: "ARPolicy") -> "GraphInputs":
+    from dagopt.nn.features import graph_inputs
+
+    model.encoder.check_fits(graph.num_nodes)
+    return graph_inputs(graph, pe_dim=model.config.encoder.pe_dim)
+
+
+def _rollout(graph, model, uniforms, keep_outputs) -> np.ndarray:
+    import torch
+
+    if graph.num_nodes == 0:
+        return np.zeros((1 if uniforms is None else len(uniforms), 0), dtype=np.int64)
+    with torch.inference_mode():
+        return model.rollout(graph, _inputs(graph, model), uniforms, keep_outputs=keep_outputs)[0]
+
+
+@register("topoformer-ar-greedy", "autoregressive decoder, greedy (appendix B)", ("checkpoint",))
+def solve_greedy(graph: Graph, *, keep_outputs=False, checkpoint=None, **_: object) -> SolverResult:
+    return SolverResult(order=_rollout(graph, load_ar_model(checkpoint), None, keep_outputs)[0])
+
+
+@register(
+    "topoformer-ar-sample",
+    "autoregressive decoder, best of S sampled orders (default 16)",
+    ("checkpoint", "samples"),
+)
+def solve_sample(
+    graph: Graph,
+    *,
+    seed: int | None = None,
+    keep_outputs: bool = False,
+    checkpoint=None,
+    samples: int = 16,
+    **_: object,
+) -> SolverResult:
+    """All ``samples`` episodes decode together, one batched step at a time."""
+    samples = int(samples)
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    n = graph.num_nodes
+    # per episode: uniforms, order, ready bookkeeping (int32 counts, bool) and log-probs
+    check_fits(40.0 * samples * n, f"{samples:,} autoregressive episodes", "draw fewer")
+    model = load_ar_model(checkpoint)
+    uniforms = np.random.default_rng(seed).random((samples, n))
+    orders = _rollout(graph, model, uniforms, keep_outputs)
+    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
+    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": samples})
+
+
+def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool) -> np.ndarray:
+    """The ``width`` partial orders of highest ``sum log p`` with state collapsing (module
+    docstring); returns the complete order of lowest peak (then highest log-probability)."""
+    import torch
+
+    from dagopt.nn.ar_decoder import DecodeState
+
+    n = graph.num_nodes
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    keys = np.random.default_rng(0).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
+    step_mem = graph.mem + graph.param_mem
+    score, hashes = np.zeros(1), np.zeros(1, dtype=np.uint64)
+    with torch.inference_mode():
+        prep = model.prepare(_inputs(graph, model))
+        state = DecodeState(graph, 1, keep_outputs=keep_outputs)
+        for _ in range(n):
+            ready = state.ready
+            lp = model.log_probs(prep, state.last, state.features(), ready).double().numpy()
+            beam, node = np.nonzero(ready.numpy())
+            cand_score = score[beam] + lp[beam, node]
+            cand_peak = np.maximum(
+                state.peak.numpy()[beam], state.live.numpy()[beam] + step_mem[node]
+            )
+            cand_hash = hashes[beam] ^ keys[node]
+            ranked = np.lexsort((-cand_score, cand_peak, cand_hash))
+            first = np.r_[True, cand_hash[ranked[1:]] != cand_hash[ranked[:-1]]]
+            kept = np.sort(ranked[first])  # candidate order again, for stable ties
+            top = kept[np.argsort(-cand_score[kept], kind="stable")[:width]]
+            state.select(torch.from_numpy(beam[top]))
+            state.push(torch.from_numpy(node[top]))
+            score, hashes = cand_score[top], cand_hash[top]
+    orders = state.orders()
+    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
+    return orders[int(np.argmin(peaks))]
+
+
+@register(
+    "topoformer-ar-beam",
+    "autoregressive decoder, beam search with state collapsing (default width 16)",
+    ("checkpoint", "beam_width"),
+)
+def solve_beam(
+    graph: Graph, *, keep_outputs: bool = False, checkpoint=None, beam_width: int = 16, **_: object
+) -> SolverResult:
+    if int(beam_width) < 1:
+        raise SolverError(f"beam width must be >= 1, got {beam_width}")
+    model = load_ar_model(checkpoint)
+    beam = beam_search(graph, model, int(beam_width), keep_outputs)
+    greedy = _rollout(graph, model, None, keep_outputs)[0]
+    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
+        graph, beam, keep_outputs=keep_outputs
+    ):
+        return SolverResult(order=greedy, info={"chosen": "greedy"})
+    return SolverResult(order=beam, info={"chosen": "beam"})
