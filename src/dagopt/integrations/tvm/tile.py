@@ -10,6 +10,7 @@ Dense: ``out[i, j] = act(sum_k x[i, k] w[j, k] + b[j])``; conv2d (NCHW, OIHW, ba
 ``out[0, o, y, x] = act(sum_{c, r, s} in[0, c, y*st + r - p, x*st + s - p] w[o, c, r, s] + b[o])``.
 """
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -87,6 +88,24 @@ class TileKernel:
             f"conv2d-c{self.cin}-o{self.cout}-s{self.size}-k{self.kernel}"
             f"-st{self.stride}-p{self.pad}-{self.activation}"
         )
+
+
+_KERNEL_NAME = re.compile(
+    r"(?:.*\.)?(?:dense-m(?P<m>\d+)-n(?P<n>\d+)-k(?P<k>\d+)"
+    r"|conv2d-c(?P<cin>\d+)-o(?P<cout>\d+)-s(?P<size>\d+)-k(?P<kernel>\d+)"
+    r"-st(?P<stride>\d+)-p(?P<pad>\d+))-(?P<activation>\w+)$"
+)
+
+
+def kernel_from_name(name: str) -> TileKernel:
+    """The kernel named ``name`` (``TileKernel.name``, optionally after ``model.``, as the
+    tile collection names its files): the inverse of ``TileKernel.name``."""
+    match = _KERNEL_NAME.fullmatch(name)
+    if match is None:
+        raise InputError(f"{name!r} does not name a tile kernel (dense-m..-n..-k..-act, conv2d-..)")
+    sizes = {k: int(v) for k, v in match.groupdict().items() if v and k != "activation"}
+    op = "dense" if "m" in sizes else "conv2d"
+    return TileKernel(op, match["activation"], **sizes)
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,13 @@ def config_features(kernel: TileKernel, tiling: Tiling) -> np.ndarray:
     return np.array(row, dtype=np.float32)
 
 
+def tiling_from_features(kernel: TileKernel, row: np.ndarray) -> Tiling:
+    """The ``Tiling`` a ``config_feat`` row encodes: the inverse of ``config_features``."""
+    rank = len(kernel.output_shape)
+    output = tuple(int(v) for v in row[8 : 8 + rank])
+    return Tiling(output, int(row[1]), int(row[16]), bool(row[17]), bool(row[18]))
+
+
 def kernel_nodes(kernel: TileKernel) -> list[HloNode]:
     """The kernel as HLO nodes: parameters, convolution / dot, bias broadcast and add,
     then the activation (ReLU: ``maximum`` with a broadcast constant 0; GELU: its

@@ -1,0 +1,107 @@
+"""Model-guided tuning of the measured tile kernels (issue 20 item 4), a REPLAY on
+measured runtimes.
+
+    PYTHONPATH=src python benchmarks/tgraph_tuning.py            # trains, then tunes
+    PYTHONPATH=src python benchmarks/tgraph_tuning.py --model runs/tgraph_tuning/tgraph/model.pt
+
+Each held-out kernel (``--split``, default test) of the measured tile collection
+(``datasets/configs``, ``docs/configs_dataset.md``) has ~64 configurations with a
+measured runtime. A tuner with a budget of ``ceil(f x configs)`` measurements picks
+configurations; "measuring" one looks up the runtime the dataset measured (no new
+measurement). A cell is the best measured runtime among the picks over the best of all
+measured configurations (1.0 = found the best), averaged over ``--seeds``. Tuners
+(``dagopt.rank.tuning``): random search; TVM MetaSchedule's XGBoost cost model in its
+measure-update-predict loop (features: ``config_feat``, MetaSchedule's own
+``PerStoreFeature`` crashes in apache-tvm 0.27.0.post1); TGraph, trained on
+``--train-splits`` with ``dagopt.train.tgraph`` (or loaded with ``--model``), ranking
+every configuration zero-shot and taking the top B.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.io.tpugraphs import collection_files, read_tpugraphs
+from dagopt.nn.tgraph.config import TGraphConfig
+from dagopt.rank.tgraph import load_ranker, predict, prepare
+from dagopt.rank.tuning import CostModelSearch, RandomSearch, ScoreGuided, slowdown, tuning_budget
+from dagopt.train.tgraph import TGraphTrainConfig, train_tgraph
+
+COLLECTION = "tile:xla"
+
+
+def trained_model(args: argparse.Namespace) -> Path:
+    """``--model``, or the TGraph tile model trained (resumed) under ``--work``."""
+    if args.model is not None:
+        return args.model
+    run = args.work / "tgraph"
+    config = TGraphTrainConfig(
+        collection=COLLECTION,
+        data=str(args.data),
+        splits=tuple(args.train_splits),
+        model=TGraphConfig(kind="tile", hidden=args.hidden, cross_attention=True),
+        epochs=args.epochs,
+        folds=5,
+        train_folds=args.train_folds,
+        keep_folds=args.train_folds,
+        seed=args.seed,
+    )
+    if not (run / "model.pt").exists():
+        train_tgraph(run, config, resume=(run / "state.pt").exists())
+    return run / "model.pt"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("datasets/configs"))
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--train-splits", nargs="+", default=["train", "valid"])
+    parser.add_argument("--model", type=Path, help="a trained TGraph tile model.pt")
+    parser.add_argument("--work", type=Path, default=Path("runs/tgraph_tuning"))
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--train-folds", type=int, default=3)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--budgets", type=float, nargs="+", default=[0.05, 0.1, 0.2])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    model = load_ranker(trained_model(args))
+    tuners = {
+        "random": RandomSearch(),
+        "TVM cost model": CostModelSearch(),
+        "TGraph": ScoreGuided(lambda record: predict(model, prepare(record))),
+    }
+    records = [read_tpugraphs(p) for p in collection_files(args.data, COLLECTION, args.split)]
+    print(
+        f"REPLAY on measured runtimes: {len(records)} {args.split} kernels of {args.data}, "
+        f"{args.seeds} seeds; cell = best picked / best measured runtime (1.0 = the best)"
+    )
+    header = ["kernel", "configs"] + [f"{t} @{b:.0%}" for b in args.budgets for t in tuners]
+    print(markdown_row(header))
+    print(markdown_rule("lr" + "r" * (len(header) - 2)))
+    table = []
+    for record in records:
+        row = []
+        for fraction in args.budgets:
+            budget = tuning_budget(record.num_configs, fraction)
+            for tuner in tuners.values():
+                runs = [
+                    slowdown(record.config_runtime, tuner.pick(record, budget, rng))
+                    for rng in (np.random.default_rng([args.seed, s]) for s in range(args.seeds))
+                ]
+                row.append(float(np.mean(runs)))
+        table.append(row)
+        print(markdown_row([record.name, str(record.num_configs), *(f"{v:.3f}" for v in row)]))
+    median = np.median(np.array(table), axis=0)
+    print(markdown_row(["**median over kernels**", "", *(f"**{v:.3f}**" for v in median)]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
