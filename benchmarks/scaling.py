@@ -54,8 +54,9 @@ def approx_dp_runs(graphs, executor: Executor, beam_width: int) -> list:
 
 def wall_time(run, graphs, warm, executor: Executor, repeat: int) -> tuple[float, list]:
     """The least seconds of ``repeat`` runs of ``run`` on ``graphs`` (other work on the
-    cores only adds), after warming each worker on a small graph (``warm(seed)``)."""
-    run([warm(seed) for seed in range(executor.jobs)], executor)
+    cores only adds), after warming the workers on small graphs (``warm(seed)``): four per
+    worker, so that a Ray worker that starts late gets some too."""
+    run([warm(seed) for seed in range(4 * executor.jobs)], executor)
     results: list = []
     seconds = best_of(repeat, lambda: results.append(run(graphs, executor)))
     assert all(r == results[0] for r in results), "a rerun changed the results"
