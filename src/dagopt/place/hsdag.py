@@ -38,9 +38,9 @@ from dagopt.place.pergraph import (
     group_features,
     one_thread,
     parse_ablate,
+    reinforce_step,
     torch_seed,
 )
-from dagopt.progress import report
 
 HSDAG_BASELINES = ("none", "exponential")
 
@@ -68,7 +68,6 @@ def hsdag(
 
     from dagopt.nn.hsdag.model import HsdagConfig, HsdagPolicy
     from dagopt.rl.baselines import ExponentialBaseline, NoBaseline
-    from dagopt.rl.reinforce import policy_gradient_loss
 
     if baseline not in HSDAG_BASELINES:
         raise InputError(f"baseline must be one of {', '.join(HSDAG_BASELINES)}, got {baseline!r}")
@@ -84,7 +83,7 @@ def hsdag(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline() if baseline == "exponential" else NoBaseline()
     with one_thread():
-        for episode in range(int(episodes)):
+        for _ in search.episodes("hsdag", episodes):
             z = policy.embed(x, edges)  # eq. 6: the same for every step of the episode
             memory = torch.zeros(search.groups, hidden)
             log_probs, placements = [], []
@@ -98,12 +97,5 @@ def hsdag(
             ratio = search.measure(np.stack(placements))
             rewards = np.where(ratio < FAILED_RATIO, 1.0 / ratio, 0.0)
             reward = torch.from_numpy(discounted_returns(rewards, discount))
-            value, _ = critic.evaluate(None, reward)
-            loss = policy_gradient_loss(torch.stack(log_probs), reward, value)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            report("hsdag: episodes", episode + 1, int(episodes))
-            if search.out_of_time():
-                break
+            reinforce_step(optimizer, critic, torch.stack(log_probs), reward)
     return search.result()

@@ -23,6 +23,7 @@ import numpy as np
 from dagopt.errors import InputError
 from dagopt.graph.coarsen import Coarsening, colocate
 from dagopt.place.base import PlacementProblem, PlacerResult, best_index
+from dagopt.progress import report
 
 #: The latency ratio ``l / l_ref`` a failed placement counts as in the rewards of the
 #: placers that use ratios (Placeto, the RNN placer); HSDAG gives it reward 0.
@@ -114,6 +115,15 @@ class PerGraphSearch:
     def out_of_time(self) -> bool:
         return time.perf_counter() > self.deadline
 
+    def episodes(self, name: str, count: int) -> Iterator[int]:
+        """``0 .. count - 1``: after each episode its progress is reported (``name``) and
+        the loop ends early once the time limit has passed."""
+        for episode in range(int(count)):
+            yield episode
+            report(f"{name}: episodes", episode + 1, int(count))
+            if self.out_of_time():
+                return
+
     def result(self, **info) -> PlacerResult:
         """The best placement measured, with ``groups``, ``failed``, ``placements`` and
         ``best_latency``: its value when it was measured during the search (what paper
@@ -124,6 +134,18 @@ class PerGraphSearch:
         info = {"groups": self.groups, "failed": self.failed, "placements": len(self.found),
                 "best_latency": float(values[best]), **info}  # fmt: skip
         return PlacerResult(device_of=self.found[best], order=self.order, info=info)
+
+
+def reinforce_step(optimizer, critic, log_prob, reward) -> None:
+    """One REINFORCE update (``dagopt.rl``): ``critic``'s baseline for ``reward``, the
+    policy-gradient loss of ``log_prob``, one ``optimizer`` step."""
+    from dagopt.rl.reinforce import policy_gradient_loss
+
+    value, _ = critic.evaluate(None, reward)
+    loss = policy_gradient_loss(log_prob, reward, value)
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
 
 
 def check_budget(episodes: int, steps: int, lr: float) -> None:

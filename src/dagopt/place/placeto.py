@@ -18,9 +18,9 @@ from dagopt.place.pergraph import (
     check_budget,
     group_features,
     one_thread,
+    reinforce_step,
     torch_seed,
 )
-from dagopt.progress import report
 
 
 @register_placer(
@@ -42,7 +42,6 @@ def placeto(
 
     from dagopt.nn.placeto import PlacetoPolicy
     from dagopt.rl.baselines import ExponentialBaseline
-    from dagopt.rl.reinforce import policy_gradient_loss
 
     check_budget(episodes, steps, lr)
     search = PerGraphSearch.start(problem, time_limit)
@@ -53,7 +52,7 @@ def placeto(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline()
     with one_thread():
-        for episode in range(int(episodes)):
+        for _ in search.episodes("placeto", episodes):
             devices = torch.zeros(int(steps), search.groups, dtype=torch.long)
             placed = torch.zeros(search.groups, dtype=torch.bool)
             log_prob = torch.zeros(int(steps))
@@ -66,12 +65,5 @@ def placeto(
                 placed = placed.clone()
                 placed[node] = True
             reward = torch.from_numpy(-search.measure(devices.numpy()))
-            value, _ = critic.evaluate(None, reward)
-            loss = policy_gradient_loss(log_prob, reward, value)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            report("placeto: episodes", episode + 1, int(episodes))
-            if search.out_of_time():
-                break
+            reinforce_step(optimizer, critic, log_prob, reward)
     return search.result()

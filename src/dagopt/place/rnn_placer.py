@@ -16,9 +16,9 @@ from dagopt.place.pergraph import (
     check_budget,
     group_features,
     one_thread,
+    reinforce_step,
     torch_seed,
 )
-from dagopt.progress import report
 
 
 @register_placer(
@@ -40,7 +40,6 @@ def rnn_placer(
 
     from dagopt.nn.rnn_placer import RnnPlacer
     from dagopt.rl.baselines import ExponentialBaseline
-    from dagopt.rl.reinforce import policy_gradient_loss
 
     check_budget(episodes, steps, lr)
     search = PerGraphSearch.start(problem, time_limit)
@@ -51,17 +50,10 @@ def rnn_placer(
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr)
     critic = ExponentialBaseline()
     with one_thread():
-        for episode in range(int(episodes)):
+        for _ in search.episodes("rnn-placer", episodes):
             actions, log_prob = policy(x, int(steps))
             devices = np.empty((int(steps), search.groups), dtype=np.int64)
             devices[:, order] = actions.numpy()
             reward = torch.from_numpy(-np.sqrt(search.measure(devices)))
-            value, _ = critic.evaluate(None, reward)
-            loss = policy_gradient_loss(log_prob, reward, value)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            report("rnn-placer: episodes", episode + 1, int(episodes))
-            if search.out_of_time():
-                break
+            reinforce_step(optimizer, critic, log_prob, reward)
     return search.result()
