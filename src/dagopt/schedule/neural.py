@@ -29,19 +29,28 @@ if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at r
 
 
 @lru_cache(maxsize=4)
-def _cached_model(path: str) -> "PriorityModel":
+def _cached_model(path: str, expected: type):
     from dagopt.nn.checkpoint import load_model as load_model_file
-    from dagopt.nn.encoders import PriorityModel
 
-    return load_model_file(path, expected=PriorityModel)[0]
+    return load_model_file(path, expected=expected)[0]
+
+
+def shipped_or_given_model(
+    checkpoint: str | os.PathLike | None, default: str, expected: type, what: str
+):
+    """The ``expected`` model in ``checkpoint``, else the shipped model ``default``
+    (``model_path``); loaded once per file. A missing file is an ``InputError``."""
+    path = Path(checkpoint) if checkpoint is not None else model_path(default)
+    if not path.is_file():
+        raise InputError(f"no {what} model file at {path}; pass --checkpoint PATH")
+    return _cached_model(str(path.resolve()), expected)
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
     """The priority model in ``checkpoint``, else the default one (``model_path``)."""
-    path = Path(checkpoint) if checkpoint is not None else model_path("topoformer-ordering")
-    if not path.is_file():
-        raise InputError(f"no Topoformer model file at {path}; pass --checkpoint PATH")
-    return _cached_model(str(path.resolve()))
+    from dagopt.nn.encoders import PriorityModel
+
+    return shipped_or_given_model(checkpoint, "topoformer-ordering", PriorityModel, "Topoformer")
 
 
 def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:

@@ -16,39 +16,28 @@ order is kept as a candidate, so the result is never worse than greedy decoding.
 """
 
 import os
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dagopt.errors import InputError, SolverError
+from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.models import model_path
 from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.classic import MAX_SAMPLES
+from dagopt.schedule.neural import shipped_or_given_model
 
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
     from dagopt.nn.ar_decoder import ARPolicy
     from dagopt.nn.features import GraphInputs
 
 
-@lru_cache(maxsize=4)
-def _cached_model(path: str) -> "ARPolicy":
-    from dagopt.nn.ar_decoder import ARPolicy
-    from dagopt.nn.checkpoint import load_model
-
-    return load_model(path, expected=ARPolicy)[0]
-
-
 def load_ar_model(checkpoint: str | os.PathLike | None) -> "ARPolicy":
     """The autoregressive model in ``checkpoint``, else the default one (``model_path``)."""
-    path = Path(checkpoint) if checkpoint is not None else model_path("topoformer-ar-ordering")
-    if not path.is_file():
-        raise InputError(f"no autoregressive model file at {path}; pass --checkpoint PATH")
-    return _cached_model(str(path.resolve()))
+    from dagopt.nn.ar_decoder import ARPolicy
+
+    return shipped_or_given_model(checkpoint, "topoformer-ar-ordering", ARPolicy, "autoregressive")
 
 
 def _inputs(graph: Graph, model: "ARPolicy") -> "GraphInputs":
