@@ -17,6 +17,14 @@ ResumeOpt = Annotated[bool, typer.Option("--resume", help="Continue the run in R
 ThreadsOpt = Annotated[
     int | None, typer.Option(min=1, help="torch CPU threads.", show_default=False)
 ]
+SettingsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="Top-level training option, overriding --config's (a new run; repeatable).",
+    ),
+]
 
 
 def _run(
@@ -42,6 +50,23 @@ def _run(
     console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
 
 
+def _training_config(
+    cls: type,
+    config: Path | None,
+    overrides: dict[str, Any],
+    resume: bool,
+    adjust: Callable[[dict[str, Any]], dict[str, Any]] = lambda merged: merged,
+) -> Any:
+    """The run's config: ``--config`` (else the defaults) with ``overrides`` on top,
+    ``adjust``-ed; None when resuming with neither (the run's own config is used)."""
+    from dagopt.configs import read_config
+
+    cfg = read_config(config, cls) if config is not None else None
+    if overrides or (cfg is None and not resume):
+        cfg = cls.from_dict(adjust({**(cfg or cls()).to_dict(), **overrides}))
+    return cfg
+
+
 def _set_threads(threads: int | None) -> None:
     if threads is not None:
         import torch
@@ -60,12 +85,9 @@ def ordering(
 ) -> None:
     """Topoformer ordering policy, REINFORCE with a greedy-rollout baseline (paper 000, 4.3)."""
     _set_threads(threads)
-    from dagopt.configs import read_config
     from dagopt.train.ordering import EpochMetrics, OrderingTrainConfig, train_ordering
 
-    cfg = read_config(config, OrderingTrainConfig) if config is not None else None
-    if cfg is None and not resume:
-        cfg = OrderingTrainConfig()
+    cfg = _training_config(OrderingTrainConfig, config, {}, resume)
 
     def describe(m: EpochMetrics) -> str:
         mark = " (baseline updated)" if m.baseline_updated else ""
@@ -91,14 +113,7 @@ def placement(
     config: Annotated[
         Path | None, typer.Option("--config", help="JSON training config (see docs/placement.md).")
     ] = None,
-    settings: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Top-level training option, overriding --config's (a new run; repeatable).",
-        ),
-    ] = None,
+    settings: SettingsOpt = None,
     resume: ResumeOpt = False,
     threads: ThreadsOpt = None,
     jobs: JobsOpt = 1,
@@ -109,20 +124,14 @@ def placement(
     --jobs / --ray run the BRKGA runs (references, rewards) on local processes or Ray
     workers; the learner stays here (docs/scaling.md)."""
     _set_threads(threads)
-    from dagopt.configs import read_config
     from dagopt.executor import Executor
     from dagopt.train.regal.config import RegalTrainConfig
     from dagopt.train.regal.trainer import RegalEpoch, train_regal
 
-    cfg = read_config(config, RegalTrainConfig) if config is not None else None
     overrides = parse_settings(settings or [])
     if objective is not None:
         overrides["objective"] = objective
-    if overrides:
-        base = cfg if cfg is not None else RegalTrainConfig()
-        cfg = RegalTrainConfig.from_dict({**base.to_dict(), **overrides})
-    if cfg is None and not resume:
-        cfg = RegalTrainConfig()
+    cfg = _training_config(RegalTrainConfig, config, overrides, resume)
 
     def describe(m: RegalEpoch) -> str:
         mark = " (saved model.pt)" if m.improved else ""
@@ -194,36 +203,29 @@ def tgraph(
     config: Annotated[
         Path | None, typer.Option("--config", help="JSON training config (see docs/tgraph.md).")
     ] = None,
-    settings: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--set",
-            metavar="KEY=VALUE",
-            help="Top-level training option, overriding --config's (a new run; repeatable).",
-        ),
-    ] = None,
+    settings: SettingsOpt = None,
     resume: ResumeOpt = False,
     threads: ThreadsOpt = None,
 ) -> None:
     """TGraph configuration ranker, K-fold with a fold ensemble (paper 002, section 2.4)."""
     _set_threads(threads)
-    from dagopt.configs import read_config
     from dagopt.train.tgraph import TGraphEpoch, TGraphTrainConfig, train_tgraph
 
-    cfg = read_config(config, TGraphTrainConfig) if config is not None else None
     overrides = parse_settings(settings or [])
     if collection is not None:
         overrides["collection"] = collection
     if data is not None:
         overrides["data"] = str(data)
-    if overrides or (cfg is None and not resume):
-        merged = {**(cfg or TGraphTrainConfig()).to_dict(), **overrides}
+
+    def model_follows_collection(merged: dict[str, Any]) -> dict[str, Any]:
+        """The model's kind follows --collection unless --set model=... names one."""
         model, given = merged["model"], overrides.get("model")
         named = isinstance(given, dict) and "kind" in given
         if collection is not None and isinstance(model, dict) and not named:
-            # the model's kind follows --collection unless --set model=... names one
-            merged["model"] = {**model, "kind": collection.split(":")[0]}
-        cfg = TGraphTrainConfig.from_dict(merged)
+            return {**merged, "model": {**model, "kind": collection.split(":")[0]}}
+        return merged
+
+    cfg = _training_config(TGraphTrainConfig, config, overrides, resume, model_follows_collection)
 
     def describe(m: TGraphEpoch) -> str:
         return (
