@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from dagopt.cli.output import console, err_console, progress_bar
+from dagopt.cli.output import check_output, console, err_console, progress_bar, progress_on_terminal
 from dagopt.errors import InputError, SolverError
 from dagopt.executor import Executor, Outcome, error_line
 from dagopt.graph import Graph
@@ -191,3 +191,36 @@ def executor_name(executor: Executor) -> str:
     if executor.ray is not None:
         return f"Ray at {executor.ray}"
     return f"{executor.jobs} processes" if executor.jobs > 1 else "serial"
+
+
+def run_graphs(
+    paths: list[Path],
+    out_dir: Path | None,
+    out: Path | None,
+    suffix: str,
+    job: Callable[[Graph], Any],
+    write: Callable[[Path, Graph, Any], Path],
+    describe: Callable[[Graph, Any], str],
+    executor: Executor,
+    inputs: tuple[Path, ...] = (),
+) -> None:
+    """``schedule`` / ``place`` on their GRAPH arguments: with ``out_dir`` a batch
+    (``run_batch``, each result written as ``<stem><suffix>``), else the one graph, its
+    result written to ``out`` if given; each result printed as ``describe(graph, result)``.
+    ``inputs``: more files the command reads, which ``out`` must not overwrite."""
+    if out_dir is not None:
+
+        def write_line(path: Path, graph: Graph, result: Any) -> str:
+            write(path, graph, result)
+            return describe(graph, result)
+
+        run_batch(paths, out_dir, suffix, job, write_line, executor)
+        return
+    check_output(out, paths[0], *inputs)
+    graph = load(paths[0])
+    with progress_on_terminal():
+        result = job(graph)
+    line = describe(graph, result)
+    if out is not None:
+        line += f"; wrote {write(out, graph, result)}"
+    console.print(line, markup=False)

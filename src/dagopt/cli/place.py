@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_batch
+from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_graphs
 from dagopt.cli.output import (
     check_output,
     console,
@@ -143,17 +143,12 @@ class PlaceJob:
         )
 
 
-def _result_line(method: str, objective: str, result) -> str:
+def _result_line(graph: Graph, result) -> str:
     return (
-        f"{method} ({objective}): {_summary(result, result.seconds, result.setup_seconds)}, "
+        f"{result.method} ({result.objective}): "
+        f"{_summary(result, result.seconds, result.setup_seconds)}, "
         f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
     )
-
-
-def _write_line(out: Path, graph: Graph, result) -> str:
-    """A batch's result: the placement file, and the single-graph line."""
-    write_placement(out, graph, result)
-    return _result_line(result.method, result.objective, result)
 
 
 def _device_list(devices: str) -> int | list[str]:
@@ -287,19 +282,9 @@ def place_command(
         time_limit,
         options,
     )
-    if out_dir is not None:
-        run_batch(graph_paths, out_dir, ".placement.json", job, _write_line, Executor(jobs, ray))
-        return
-    graph_path = graph_paths[0]
-    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
-    graph = load(graph_path)
-    with progress_on_terminal():
-        result = job(graph)
-    line = _result_line(method, objective, result)
-    if out is not None:
-        path = write_placement(out, graph, result)
-        line += f"; wrote {path}"
-    console.print(line, markup=False)
+    inputs = (checkpoint,) if checkpoint is not None else ()
+    run_graphs(graph_paths, out_dir, out, ".placement.json", job, write_placement, _result_line,
+               Executor(jobs, ray), inputs)  # fmt: skip
 
 
 def evaluate_placement(

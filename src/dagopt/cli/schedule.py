@@ -10,14 +10,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_batch
+from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_graphs
 from dagopt.cli.output import (
-    check_output,
     console,
     fmt_mem,
     fmt_proved,
     fmt_seconds,
-    progress_on_terminal,
 )
 from dagopt.executor import Executor
 from dagopt.graph import Graph
@@ -80,12 +78,6 @@ def _write(out: Path, graph: Graph, result: Schedule) -> Path:
     )
 
 
-def _write_line(out: Path, graph: Graph, result: Schedule, *, keep_outputs: bool) -> str:
-    """A batch's result: the order file, and the single-graph line."""
-    _write(out, graph, result)
-    return _result_line(graph, result, keep_outputs)
-
-
 def schedule(
     graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Solver (see `dagopt methods`).")],
@@ -141,19 +133,10 @@ def schedule(
     }
     options = {key: value for key, value in given.items() if value is not None}
     job = SolveJob(method, seed, time_limit, keep_outputs, options)
-    if out_dir is not None:
-        write_line = partial(_write_line, keep_outputs=keep_outputs)
-        run_batch(graph_paths, out_dir, ".order.json", job, write_line, Executor(jobs, ray))
-        return
-    graph_path = graph_paths[0]
-    check_output(out, graph_path, *([checkpoint] if checkpoint is not None else []))
-    graph = load(graph_path)
-    with progress_on_terminal():
-        result = job(graph)
-    line = _result_line(graph, result, keep_outputs)
-    if out is not None:
-        line += f"; wrote {_write(out, graph, result)}"
-    console.print(line, markup=False)
+    inputs = (checkpoint,) if checkpoint is not None else ()
+    describe = partial(_result_line, keep_outputs=keep_outputs)
+    run_graphs(graph_paths, out_dir, out, ".order.json", job, _write, describe,
+               Executor(jobs, ray), inputs)  # fmt: skip
 
 
 def evaluate(
