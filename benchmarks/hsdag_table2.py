@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from dagopt.bench.latency_envs import PAPER_MODELS, latency_env
+from dagopt.bench.latency_envs import add_env_arguments, env_devices, latency_env
 from dagopt.place import place
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
@@ -110,12 +110,7 @@ def acceptance(rows: dict[str, dict]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--env", default="simulated",
-                        choices=["simulated", "profiled", "torch", "openvino"])  # fmt: skip
-    parser.add_argument("--devices", default=None, help="default: cpu,gpu (profiled: cpu,cpu)")
-    parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--episodes", type=int, default=100)
+    add_env_arguments(parser)
     parser.add_argument("--rounds", type=int, default=20, help="interleaved re-measurements")
     parser.add_argument("--random", type=int, default=200, help="random placements measured")
     parser.add_argument("--noise", type=float, default=0.05, help="simulated / profiled noise")
@@ -124,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--search", nargs="*", default=["brkga", "regal"],
                         help="search placers given HSDAG's evaluations")  # fmt: skip
     args = parser.parse_args(argv)
-    default = "cpu,cpu" if args.env == "profiled" else "cpu,gpu"
-    args.devices = (args.devices or default).split(",")
+    args.devices = env_devices(args.env, args.devices)
     label = {
         "simulated": "SIMULATED (roofline op times, paper 003's simulator)",
         "profiled": "PREDICTED from the shipped CPU-only profiles (two CPU 'devices')",

@@ -21,7 +21,13 @@ import sys
 
 import numpy as np
 
-from dagopt.bench.latency_envs import KINDS, PAPER_MODELS, latency_env
+from dagopt.bench.latency_envs import (
+    KINDS,
+    PAPER_MODELS,
+    add_env_arguments,
+    env_devices,
+    latency_env,
+)
 from dagopt.place import place
 
 #: (row, hsdag options, paper 004 Table 3 seconds for Inception-V3, ResNet, BERT).
@@ -38,15 +44,10 @@ PAPER_CPU = (0.0128, 0.0160, 0.00638)
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--env", default="simulated",
-                        choices=["simulated", "profiled", "torch", "openvino"])  # fmt: skip
-    parser.add_argument("--devices", default=None, help="default: cpu,gpu (profiled: cpu,cpu)")
-    parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
-    parser.add_argument("--episodes", type=int, default=100)
+    add_env_arguments(parser)
     parser.add_argument("--noise", type=float, default=0.0)
     args = parser.parse_args(argv)
-    devices = (args.devices or ("cpu,cpu" if args.env == "profiled" else "cpu,gpu")).split(",")
+    devices = env_devices(args.env, args.devices)
     print(f"paper 004 Table 3 in the {args.env} environment on {','.join(devices)} "
           f"({KINDS[args.env]}); latency in ms (median over seeds) and speedup % over "
           "CPU-only")  # fmt: skip

@@ -53,6 +53,22 @@ class LatencyTarget:
         return KINDS[self.env_name]
 
 
+def add_env_arguments(parser: Any) -> None:
+    """The options every HSDAG table takes: ``--env``, ``--devices``, ``--models``,
+    ``--seeds``, ``--episodes`` (an ``argparse`` parser)."""
+    parser.add_argument("--env", default="simulated", choices=ENVS)
+    parser.add_argument("--devices", default=None, help="default: cpu,gpu (profiled: cpu,cpu)")
+    parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--episodes", type=int, default=100)
+
+
+def env_devices(env: str, devices: str | None) -> list[str]:
+    """``--devices`` as a list; by default ``cpu,gpu`` (``cpu,cpu`` for the shipped
+    CPU-only profiles of ``--env profiled``)."""
+    return (devices or ("cpu,cpu" if env == "profiled" else "cpu,gpu")).split(",")
+
+
 def zoo_inputs(model: str) -> tuple[Any, tuple]:
     """The eval-mode zoo module ``model`` and its inputs at paper 004's sizes."""
     from dagopt.zoo import get_model
