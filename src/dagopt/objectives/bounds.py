@@ -22,6 +22,8 @@ weighted popcount of ``anc(v) & needed(v)``, a byte at a time
 back to ``lower_bound``.
 """
 
+import weakref
+
 import numpy as np
 from numba import njit
 
@@ -75,19 +77,30 @@ def _must_live(topo, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, words):
     return out
 
 
+#: ``must_live_memory`` of the graphs alive in this process: a solver that stops at the
+#: bound and the command that prints it next to the solver's peak compute it once.
+_MUST_LIVE: "weakref.WeakKeyDictionary[Graph, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
 def must_live_memory(graph: Graph) -> np.ndarray | None:
     """Per node ``v``: the memory live in every order while ``v`` runs (module
-    docstring); ``None`` when the closures would take more than ``MAX_BOUND_BYTES`` or
-    80 % of the available memory."""
+    docstring), read-only and computed once per graph; ``None`` when the closures would
+    take more than ``MAX_BOUND_BYTES`` or 80 % of the available memory."""
+    cached = _MUST_LIVE.get(graph)
+    if cached is not None:
+        return cached
     n = graph.num_nodes
     words = num_words(n)
     if 16.0 * n * words > min(MAX_BOUND_BYTES, 0.8 * available_bytes()):
         return None
-    return _must_live(
+    forced = _must_live(
         graph.topological_order.astype(np.int64),
         graph.pred_ptr, graph.pred_idx, graph.succ_ptr, graph.succ_idx,
         graph.mem, graph.mem + graph.param_mem, words,
     )  # fmt: skip
+    forced.flags.writeable = False
+    _MUST_LIVE[graph] = forced
+    return forced
 
 
 def kept_outputs_bound(graph: Graph) -> float:
