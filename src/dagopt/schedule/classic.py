@@ -57,6 +57,21 @@ MAX_SAMPLES = 10_000_000
 SAMPLE_CHUNK = 256
 
 
+def check_samples(samples: int) -> int:
+    """``samples`` as an int; ``SolverError`` outside ``1..MAX_SAMPLES``."""
+    samples = int(samples)
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    return samples
+
+
+def least_peak(graph: Graph, orders, *, keep_outputs: bool) -> tuple[np.ndarray, float]:
+    """The order of ``orders`` with the least peak (the first of equals), and its peak."""
+    peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
+    i = int(np.argmin(peaks))
+    return orders[i], peaks[i]
+
+
 @register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
 def solve_random(
     graph: Graph,
@@ -66,16 +81,13 @@ def solve_random(
     samples: int = 100,
     **_: object,
 ) -> SolverResult:
-    samples = int(samples)
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    samples = check_samples(samples)
     # Uniform choice among the ready nodes is eq. (8) of paper 000 with equal priorities.
     rng, equal = np.random.default_rng(seed), np.zeros(graph.num_nodes)
     best, best_peak = None, np.inf
     for first in range(0, samples, SAMPLE_CHUNK):
         orders, _ = sample_orders(graph, equal, min(SAMPLE_CHUNK, samples - first), rng)
-        peaks = [peak_memory(graph, order, keep_outputs=keep_outputs) for order in orders]
-        i = int(np.argmin(peaks))
-        if peaks[i] < best_peak:
-            best, best_peak = orders[i], peaks[i]
+        order, peak = least_peak(graph, orders, keep_outputs=keep_outputs)
+        if peak < best_peak:
+            best, best_peak = order, peak
     return SolverResult(order=best, info={"samples": samples})

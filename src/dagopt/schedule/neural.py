@@ -20,7 +20,7 @@ from dagopt.models import model_path
 from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
-from dagopt.schedule.classic import MAX_SAMPLES
+from dagopt.schedule.classic import check_samples, least_peak
 from dagopt.schedule.dp import state_dp
 from dagopt.schedule.priority import greedy_order, sample_orders
 
@@ -44,6 +44,18 @@ def shipped_or_given_model(
     if not path.is_file():
         raise InputError(f"no {what} model file at {path}; pass --checkpoint PATH")
     return _cached_model(str(path.resolve()), expected)
+
+
+def beam_or_greedy(
+    graph: Graph, beam: np.ndarray, greedy: np.ndarray, keep_outputs: bool
+) -> SolverResult:
+    """A beam search's order, or the greedy order of the same model where its peak is
+    lower: a beam decoder is never worse than greedy decoding."""
+    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
+        graph, beam, keep_outputs=keep_outputs
+    ):
+        return SolverResult(order=greedy, info={"chosen": "greedy"})
+    return SolverResult(order=beam, info={"chosen": "beam"})
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
@@ -90,15 +102,13 @@ def solve_sample(
     samples: int = 16,
     **_: object,
 ) -> SolverResult:
-    samples = int(samples)
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    samples = check_samples(samples)
     # uniforms (float64) and orders (int64) of every sample at once
     check_fits(16.0 * samples * graph.num_nodes, f"{samples:,} sampled orders", "draw fewer")
     y = _priorities(graph, checkpoint)
     orders, _ = sample_orders(graph, y, samples, np.random.default_rng(seed))
-    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
-    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": samples})
+    order, _ = least_peak(graph, orders, keep_outputs=keep_outputs)
+    return SolverResult(order=order, info={"samples": samples})
 
 
 @register(
@@ -124,8 +134,4 @@ def solve_beam(
         graph, beam_width=int(beam_width), keep_outputs=keep_outputs, priorities=y
     )
     greedy = greedy_order(graph, y)
-    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
-        graph, beam, keep_outputs=keep_outputs
-    ):
-        return SolverResult(order=greedy, info={"chosen": "greedy"})
-    return SolverResult(order=beam, info={"chosen": "beam"})
+    return beam_or_greedy(graph, beam, greedy, keep_outputs)

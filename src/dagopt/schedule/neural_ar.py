@@ -22,11 +22,10 @@ import numpy as np
 
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
-from dagopt.schedule.classic import MAX_SAMPLES
-from dagopt.schedule.neural import shipped_or_given_model
+from dagopt.schedule.classic import check_samples, least_peak
+from dagopt.schedule.neural import beam_or_greedy, shipped_or_given_model
 
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
     from dagopt.nn.ar_decoder import ARPolicy
@@ -76,17 +75,15 @@ def solve_sample(
     **_: object,
 ) -> SolverResult:
     """All ``samples`` episodes decode together, one batched step at a time."""
-    samples = int(samples)
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise SolverError(f"samples must lie in 1..{MAX_SAMPLES:,}, got {samples:,}")
+    samples = check_samples(samples)
     n = graph.num_nodes
     # per episode: uniforms, order, ready bookkeeping (int32 counts, bool) and log-probs
     check_fits(40.0 * samples * n, f"{samples:,} autoregressive episodes", "draw fewer")
     model = load_ar_model(checkpoint)
     uniforms = np.random.default_rng(seed).random((samples, n))
     orders = _rollout(graph, model, uniforms, keep_outputs)
-    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
-    return SolverResult(order=orders[int(np.argmin(peaks))], info={"samples": samples})
+    order, _ = least_peak(graph, orders, keep_outputs=keep_outputs)
+    return SolverResult(order=order, info={"samples": samples})
 
 
 def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool) -> np.ndarray:
@@ -122,8 +119,7 @@ def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool)
             state.push(torch.from_numpy(node[top]))
             score, hashes = cand_score[top], cand_hash[top]
     orders = state.orders()
-    peaks = [peak_memory(graph, o, keep_outputs=keep_outputs) for o in orders]
-    return orders[int(np.argmin(peaks))]
+    return least_peak(graph, orders, keep_outputs=keep_outputs)[0]
 
 
 @register(
@@ -139,8 +135,4 @@ def solve_beam(
     model = load_ar_model(checkpoint)
     beam = beam_search(graph, model, int(beam_width), keep_outputs)
     greedy = _rollout(graph, model, None, keep_outputs)[0]
-    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
-        graph, beam, keep_outputs=keep_outputs
-    ):
-        return SolverResult(order=greedy, info={"chosen": "greedy"})
-    return SolverResult(order=beam, info={"chosen": "beam"})
+    return beam_or_greedy(graph, beam, greedy, keep_outputs)
