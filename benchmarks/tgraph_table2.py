@@ -36,7 +36,7 @@ import torch
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
-from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
+from dagopt.nn.tgraph.config import NUMERIC_FEATURES, TGraphConfig, baseline_config
 from dagopt.rank.tgraph import evaluate, graph_scores, load_ranker
 from dagopt.train.tgraph import TGraphTrainConfig, load_graphs, train_tgraph
 
@@ -51,10 +51,12 @@ PAPER = {
 VARIANTS = ("baseline", "tgraph-no-cross", "tgraph")
 
 
-def model_config(variant: str, kind: str, hidden: int) -> TGraphConfig:
+def model_config(variant: str, kind: str, hidden: int, numeric: str) -> TGraphConfig:
     if variant == "baseline":
         return baseline_config(kind)
-    return TGraphConfig(kind=kind, hidden=hidden, cross_attention=variant == "tgraph")
+    return TGraphConfig(
+        kind=kind, hidden=hidden, cross_attention=variant == "tgraph", numeric_features=numeric
+    )
 
 
 def retest_ceiling(data: Path, collection: str, paths: list[Path]) -> str:
@@ -106,9 +108,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-folds", type=int, default=2)
     parser.add_argument("--keep-folds", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument(
+        "--numeric-features", choices=NUMERIC_FEATURES, default="raw", help="TGraph's input"
+    )
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="train only these"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     data, synthetic = args.data, args.data is None
@@ -140,12 +148,15 @@ def main(argv: list[str] | None = None) -> int:
         scored = load_graphs(data, collection, [args.split], deduplicate=False)
         cells, per_graph = [], {}
         for variant in VARIANTS:
+            if variant not in args.variants:
+                cells.append("-")
+                continue
             run = args.work / collection.replace(":", "-") / variant
             config = TGraphTrainConfig(
                 collection=collection,
                 data=str(data),
                 splits=tuple(args.train_splits),
-                model=model_config(variant, kind, args.hidden),
+                model=model_config(variant, kind, args.hidden, args.numeric_features),
                 epochs=args.epochs,
                 max_steps=args.max_steps,
                 folds=args.folds,
@@ -159,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {collection} {variant}: {cells[-1]}", file=sys.stderr)
         metric = "Kendall tau" if kind == "layout" else "M_tile (eq. 10)"
         ceiling = retest_ceiling(data, collection, collection_files(data, collection, args.split))
-        gain = paired_interval(per_graph["tgraph"], per_graph["tgraph-no-cross"], args.seed)
+        gain = "-"
+        if {"tgraph", "tgraph-no-cross"} <= per_graph.keys():
+            gain = paired_interval(per_graph["tgraph"], per_graph["tgraph-no-cross"], args.seed)
         print(markdown_row([collection, metric, *PAPER[collection], *cells, gain, ceiling]))
     return 0
 

@@ -18,6 +18,7 @@ from dagopt.io.tpugraphs import read_submission
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
+from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.loss import pairwise_hinge_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
@@ -64,7 +65,7 @@ def graph_for(kind: str, seed: int = 0, configs: int = 24):
 def model_for(config: TGraphConfig, graphs, seed: int = 0) -> TGraphRanker:
     torch.manual_seed(seed)
     model = TGraphRanker(config)
-    normalize(model, *fit_normalizers(graphs))
+    normalize(model, *fit_normalizers(graphs, config.numeric_features))
     return model.eval()
 
 
@@ -143,6 +144,25 @@ def test_tta_and_fold_ensembling_are_deterministic_for_a_seed():
     np.testing.assert_allclose(run(ensemble, 7), (run(a, 7) + run(b, 7)) / 2, rtol=1e-6)
     one = np.mean([predict(a, graphs[0], permutations=1, batch=16, seed=s) for s in (5,)], axis=0)
     assert one.shape == (40,)
+
+
+def test_log_numeric_features_are_standardised_after_the_log():
+    """``numeric_features="log"``: the normaliser is fitted on ``sign(x) log(1 + |x|)``
+    of ``node_feat[:134]`` and the model standardises the same transform, so the
+    training graph's standardised features have mean 0 in every varying column."""
+    graph = graph_for("layout")
+    config = TGraphConfig(**SMALL, numeric_features="log")
+    feat, _ = fit_normalizers([graph], config.numeric_features)
+    raw = graph.tensors.node_feat[:, :134].double().numpy()
+    logged = np.sign(raw) * np.log1p(np.abs(raw))
+    assert np.allclose(feat.mean, logged.mean(axis=0))
+    model = model_for(config, [graph])
+    numeric = numeric_features(graph.tensors.node_feat, "log")
+    standard = ((numeric - model.feat_mean) / model.feat_scale).double().numpy()
+    varying = logged.std(axis=0) > 0
+    assert varying.any() and np.allclose(standard[:, varying].mean(axis=0), 0, atol=1e-5)
+    with pytest.raises(InputError, match="numeric_features"):
+        TGraphConfig(numeric_features="sqrt")
 
 
 def test_evaluate_uses_the_ranking_metrics():

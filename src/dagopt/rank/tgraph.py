@@ -21,13 +21,18 @@ import torch
 
 from dagopt.errors import InputError
 from dagopt.io.tpugraphs import (
-    LAYOUT_COLUMNS,
     LayoutRecord,
     TileRecord,
     read_tpugraphs,
 )
 from dagopt.nn.checkpoint import load_model
-from dagopt.nn.tgraph.features import GraphTensors, graph_tensors, layout_configs, tile_configs
+from dagopt.nn.tgraph.features import (
+    GraphTensors,
+    graph_tensors,
+    layout_configs,
+    numeric_features,
+    tile_configs,
+)
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
 from dagopt.rank.preprocess import (
@@ -100,12 +105,13 @@ def prepare(record: TileRecord | LayoutRecord, *, deduplicate: bool = False) -> 
 
 
 def fit_normalizers(
-    graphs: Sequence[PreparedGraph],
+    graphs: Sequence[PreparedGraph], numeric: str = "raw"
 ) -> tuple[FeatureNormalizer, FeatureNormalizer | None]:
     """Section 2.2.5's standardisation fitted on ``graphs`` (training graphs only):
-    ``node_feat[:134]`` and, for tile graphs, ``config_feat``."""
+    ``node_feat[:134]`` (as ``numeric_features(.., numeric)`` gives it) and, for tile
+    graphs, ``config_feat``."""
     feat = FeatureNormalizer.fit(
-        (g.tensors.node_feat.numpy() for g in graphs), columns=LAYOUT_COLUMNS.start
+        numeric_features(g.tensors.node_feat, numeric).numpy() for g in graphs
     )
     tiles = [g.tile for g in graphs if g.tile is not None]
     return feat, FeatureNormalizer.fit(tiles) if tiles else None

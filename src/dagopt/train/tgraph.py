@@ -310,7 +310,7 @@ def train_tgraph(
         validation = [g for g, f in zip(graphs, fold, strict=True) if f == k]
         torch.manual_seed(config.seed * 1000 + k)
         model = TGraphRanker(config.model)
-        normalize(model, *fit_normalizers(train))
+        normalize(model, *fit_normalizers(train, config.model.numeric_features))
         fold_dir = run_dir / f"fold-{k}"
         fold_dir.mkdir(parents=True, exist_ok=True)
         trainer = FoldTrainer(fold_dir, config, model, train, validation, k)

@@ -8,6 +8,7 @@ from dagopt.errors import InputError
 KINDS = ("layout", "tile")
 ARCHITECTURES = ("tgraph", "tpugraphs-baseline")
 AGGREGATIONS = ("paper", "pyg")
+NUMERIC_FEATURES = ("raw", "log")
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,9 @@ class TGraphConfig(Config):
     (``paper``: sum of projected neighbours, L2-normalised output) or PyG's default
     ``SAGEConv`` (``pyg``: mean, no normalisation). ``se_reduction`` is eq. 5's
     bottleneck (8x); ``layout_embedding`` / ``opcode_embedding`` the 4 and 16 channels
-    of section 2.2.5.
+    of section 2.2.5. ``numeric_features`` is what is standardised: ``raw``
+    ``node_feat[:134]`` (section 2.2.5) or ``log``, ``sign(x) log(1 + |x|)`` of it
+    first (shapes and sizes span orders of magnitude; see docs/tgraph.md).
     """
 
     kind: str = "layout"
@@ -34,12 +37,14 @@ class TGraphConfig(Config):
     se_reduction: int = 8
     layout_embedding: int = 4
     opcode_embedding: int = 16
+    numeric_features: str = "raw"
 
     def __post_init__(self) -> None:
         for name, value, known in (
             ("kind", self.kind, KINDS),
             ("architecture", self.architecture, ARCHITECTURES),
             ("aggregation", self.aggregation, AGGREGATIONS),
+            ("numeric_features", self.numeric_features, NUMERIC_FEATURES),
         ):
             if value not in known:
                 raise InputError(f"model {name} must be one of {', '.join(known)}, got {value!r}")

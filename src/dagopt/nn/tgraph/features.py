@@ -11,7 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from dagopt.io.tpugraphs import HLO_OPCODES, LAYOUT_MIN, LayoutRecord, TileRecord
+from dagopt.io.tpugraphs import (
+    HLO_OPCODES,
+    LAYOUT_COLUMNS,
+    LAYOUT_MIN,
+    LayoutRecord,
+    TileRecord,
+)
 
 NUM_OPCODES = 128
 """Opcode embedding rows: the dataset's ids are 1..120; others map to 0 (unknown)."""
@@ -49,6 +55,13 @@ def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
         edge_index=torch.as_tensor(edges),
         config_ids=ids,
     )
+
+
+def numeric_features(node_feat: torch.Tensor, how: str) -> torch.Tensor:
+    """``node_feat[:, :134]`` as the model standardises it: ``raw`` (section 2.2.5) or
+    ``log``, ``sign(x) log(1 + |x|)`` (``TGraphConfig.numeric_features``)."""
+    numeric = node_feat[:, : LAYOUT_COLUMNS.start]
+    return numeric if how == "raw" else numeric.sign() * numeric.abs().log1p()
 
 
 def layout_configs(node_config_feat: np.ndarray) -> torch.Tensor:

@@ -20,7 +20,7 @@ from dagopt.io.tpugraphs import TILE_CONFIG_FEATURES
 from dagopt.nn.checkpoint import model_format
 from dagopt.nn.tgraph.baseline import TpuGraphsBaseline
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.features import GraphTensors
+from dagopt.nn.tgraph.features import GraphTensors, numeric_features
 from dagopt.nn.tgraph.model import NUMERIC, TGraphNet
 
 
@@ -53,7 +53,8 @@ class TGraphRanker(nn.Module):
 
     def forward(self, graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
         feat = graph.node_feat
-        numeric = (feat[:, :NUMERIC] - self.feat_mean) / self.feat_scale
+        numeric = numeric_features(feat, self.config.numeric_features)
+        numeric = (numeric - self.feat_mean) / self.feat_scale
         feat = torch.cat([numeric, feat[:, NUMERIC:]], dim=1)
         if self.config.kind == "tile":
             configs = (configs - self.config_mean) / self.config_scale
