@@ -291,7 +291,9 @@ def test_cli_errors_are_one_line(collection, tmp_path):
     save_model(tile_model, model_for(CONFIGS["tgraph-tile"], [graph]), {})
     (tmp_path / "x.npz").write_text("nope")
     cases = [
-        (["rank", test], "no TGraph model ships"),
+        (["rank", test], "a layout graph: pass --collection"),
+        (["rank", test, "--collection", "tile:xla"], "not one of collection tile:xla"),
+        (["rank", test, "--collection", "layout:foo:bar"], "unknown collection"),
         (["rank", test, "--model", tile_model], "a layout graph, but the model ranks tile"),
         (["rank", tmp_path / "x.npz", "--model", tile_model], "not an npz archive"),
         (["rank", test, "--model", tile_model, "--out", tmp_path / "o.csv"], "needs --collection"),

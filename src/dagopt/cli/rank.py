@@ -14,7 +14,8 @@ def rank(
         Path | None,
         typer.Option(
             "--model",
-            help="TGraph model: a run's model.pt (dagopt train tgraph) or a fold's.",
+            help="TGraph model: a run's model.pt (dagopt train tgraph) or a fold's "
+            "(default: the model shipped for --collection).",
             show_default=False,
         ),
     ] = None,
@@ -24,7 +25,11 @@ def rank(
         typer.Option("--out", "-o", help="Write the submission CSV (needs --collection)."),
     ] = None,
     collection: Annotated[
-        str | None, typer.Option(help="Collection for the CSV's ID, e.g. layout:xla:random.")
+        str | None,
+        typer.Option(
+            help="The graph's collection, e.g. layout:xla:random: picks the shipped model "
+            "and the CSV's ID (a tile graph's is tile:xla)."
+        ),
     ] = None,
     tta: Annotated[
         int, typer.Option(min=1, help="Test-time augmentation: random configuration orders.")
@@ -38,18 +43,14 @@ def rank(
     from dagopt.errors import InputError
     from dagopt.io.tpugraphs import TileRecord, submission_id, write_submission
     from dagopt.objectives.ranking import TILE_TOP_K, top_configs
-    from dagopt.rank.tgraph import load_ranker, rank_file
+    from dagopt.rank.tgraph import rank_file
 
-    if model is None:
-        raise InputError(
-            "no TGraph model ships with dagopt yet; train one (dagopt train tgraph) "
-            "and pass --model RUN/model.pt"
-        )
     if out is not None and collection is None:
         raise InputError("--out writes a submission CSV and needs --collection")
-    check_output(out, graph, model)
-    ranker = load_ranker(model)
-    record, scores = rank_file(ranker, graph, permutations=tta, seed=seed)
+    check_output(out, graph, *([] if model is None else [model]))
+    record, scores = rank_file(
+        graph, model=model, collection=collection, permutations=tta, seed=seed
+    )
     order = top_configs(scores)
     console.print(f"{record.name}: {order.size} configurations, predicted fastest first")
     console.print("rank  config  score")

@@ -4,9 +4,10 @@
 file in this package (``importlib.resources``), or, when the environment variable
 ``DAGOPT_MODEL_DIR`` names a folder, the file at the same place in that folder (laid
 out like this package: ``topoformer-ordering/model.pt``, ``regal-runtime/model.pt``,
-``regal-peak-memory/model.pt``, ``brkga-tuned.json``). A training run directory named
-like a model therefore serves as that model: ``DAGOPT_MODEL_DIR=runs`` with
-``runs/regal-runtime/``. How each model was trained: ``checkpoints/README.md``.
+``regal-peak-memory/model.pt``, ``brkga-tuned.json``, ``tgraph-<collection>/model.pt``).
+A training run directory named like a model therefore serves as that model:
+``DAGOPT_MODEL_DIR=runs`` with ``runs/regal-runtime/``. How each model was trained:
+``checkpoints/README.md``.
 """
 
 import atexit
@@ -25,6 +26,16 @@ MODEL_FILES = {
     "regal-runtime": "regal-runtime/model.pt",
     "regal-peak-memory": "regal-peak-memory/model.pt",
     "brkga-tuned": "brkga-tuned.json",
+    **{
+        f"tgraph-{name}": f"tgraph-{name}/model.pt"
+        for name in (
+            "tile-xla",
+            "layout-xla-random",
+            "layout-xla-default",
+            "layout-nlp-random",
+            "layout-nlp-default",
+        )
+    },
 }
 
 _extracted = contextlib.ExitStack()  # files extracted from a zipped install, for this process

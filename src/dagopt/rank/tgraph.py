@@ -21,10 +21,12 @@ import torch
 
 from dagopt.errors import InputError
 from dagopt.io.tpugraphs import (
+    COLLECTIONS,
     LayoutRecord,
     TileRecord,
     read_tpugraphs,
 )
+from dagopt.models import model_path
 from dagopt.nn.checkpoint import load_model
 from dagopt.nn.tgraph.features import (
     GraphTensors,
@@ -212,14 +214,41 @@ def load_ranker(path: str | os.PathLike) -> TGraphRanker | TGraphEnsemble:
             raise first from None
 
 
+def shipped_model_name(collection: str) -> str:
+    """The name (``dagopt.models.MODEL_FILES``) of the model shipped for a measured
+    collection: ``tgraph-`` and the collection with dashes, e.g.
+    ``tgraph-layout-xla-random`` (how they were trained: checkpoints/README.md)."""
+    if collection not in COLLECTIONS:
+        raise InputError(
+            f"unknown collection {collection!r} (choose from {', '.join(COLLECTIONS)})"
+        )
+    return "tgraph-" + collection.replace(":", "-")
+
+
 def rank_file(
-    model: TGraphRanker | TGraphEnsemble,
     path: str | os.PathLike,
     *,
+    model: str | os.PathLike | None = None,
+    collection: str | None = None,
     permutations: int = TTA_PERMUTATIONS,
     seed: int = 0,
 ) -> tuple[TileRecord | LayoutRecord, np.ndarray]:
     """Read a TpuGraphs file and score every configuration; returns the record and the
-    scores in the file's configuration order."""
+    scores in the file's configuration order. ``model``: a model file; without one, the
+    model shipped for ``collection`` (a tile file's is ``tile:xla``; a layout file needs
+    the collection, since the file does not say which search made its configurations)."""
     record = read_tpugraphs(path)
-    return record, predict(model, prepare(record), permutations=permutations, seed=seed)
+    kind = record_kind(record)
+    if collection is None and kind == "tile":
+        collection = "tile:xla"
+    if collection is not None and collection.split(":")[0] != kind:
+        raise InputError(f"{path} is a {kind} graph, not one of collection {collection}")
+    if model is None:
+        if collection is None:
+            raise InputError(
+                f"{path} is a layout graph: pass --collection (layout:xla:random, ...) to "
+                "use the model shipped for it, or --model"
+            )
+        model = model_path(shipped_model_name(collection))
+    scores = predict(load_ranker(model), prepare(record), permutations=permutations, seed=seed)
+    return record, scores
