@@ -14,16 +14,11 @@ from dagopt.generate.tpugraphs import (
     synthetic_tile_record,
     write_synthetic_collection,
 )
-from dagopt.io.tpugraphs import LayoutRecord, read_submission
+from dagopt.io.tpugraphs import read_submission
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
-from dagopt.nn.tgraph.features import (
-    layout_configs,
-    layout_operand_shapes,
-    numeric_features,
-    physical_extents,
-)
+from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.loss import pairwise_hinge_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
@@ -42,7 +37,6 @@ SMALL = {"hidden": 16, "se_reduction": 4}
 CONFIGS = {
     "tgraph-layout": TGraphConfig(**SMALL),
     "tgraph-layout-no-cross-pyg": TGraphConfig(**SMALL, cross_attention=False, aggregation="pyg"),
-    "tgraph-layout-physical": TGraphConfig(**SMALL, physical_shapes=True),
     "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
     "baseline-layout": baseline_config("layout"),
     "baseline-tile": baseline_config("tile"),
@@ -169,32 +163,6 @@ def test_log_numeric_features_are_standardised_after_the_log():
     assert varying.any() and np.allclose(standard[:, varying].mean(axis=0), 0, atol=1e-5)
     with pytest.raises(InputError, match="numeric_features"):
         TGraphConfig(numeric_features="sqrt")
-
-
-def test_physical_extents_read_shapes_in_minor_to_major_order():
-    """A conv (node 2) of input 0 (1, 3, 8, 4) and kernel 1 (5, 3, 2, 2), output
-    (1, 5, 7, 3): its output, first and second operand shapes, then each position of a
-    configuration's layouts names the dimension whose extent it gets."""
-    feat = np.zeros((3, 140), dtype=np.float32)
-    feat[:, 21:25] = [[1, 3, 8, 4], [5, 3, 2, 2], [1, 5, 7, 3]]
-    layouts = np.full((1, 1, 18), -1, dtype=np.int64)
-    layouts[0, 0, :4] = [3, 2, 1, 0]  # output row-major: minor dim 3 (extent 3)
-    layouts[0, 0, 6:10] = [1, 3, 2, 0]  # input channels minor
-    layouts[0, 0, 12:14] = [0, 1]  # a kernel layout with only two positions given
-    record = LayoutRecord(
-        node_feat=feat,
-        node_opcode=np.array([1, 1, 26], dtype=np.int32),
-        edge_index=np.array([[2, 0], [2, 1]]),
-        node_config_ids=np.array([2]),
-        node_config_feat=layouts.astype(np.float32),
-    )
-    shapes = layout_operand_shapes(record)
-    assert shapes[0, :, :4].tolist() == [[1, 5, 7, 3], [1, 3, 8, 4], [5, 3, 2, 2]]
-    extents = physical_extents(torch.as_tensor(shapes), layout_configs(layouts))
-    expected = [3, 7, 5, 1, 0, 0, 3, 4, 8, 1, 0, 0, 5, 3, 0, 0, 0, 0]
-    assert torch.allclose(extents.expm1().round(), torch.tensor([[expected]], dtype=torch.float))
-    with pytest.raises(InputError, match="physical_shapes"):
-        TGraphConfig(kind="tile", physical_shapes=True)
 
 
 def test_evaluate_uses_the_ranking_metrics():

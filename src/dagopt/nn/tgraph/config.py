@@ -26,9 +26,6 @@ class TGraphConfig(Config):
     of section 2.2.5. ``numeric_features`` is what is standardised: ``raw``
     ``node_feat[:134]`` (section 2.2.5) or ``log``, ``sign(x) log(1 + |x|)`` of it
     first (shapes and sizes span orders of magnitude; see docs/tgraph.md).
-    ``physical_shapes`` (layout TGraph only, beyond the paper) adds to each
-    configurable node's configuration input the extents of its tensors in the chosen
-    minor-to-major order (``dagopt.nn.tgraph.features.physical_extents``).
     """
 
     kind: str = "layout"
@@ -41,7 +38,6 @@ class TGraphConfig(Config):
     layout_embedding: int = 4
     opcode_embedding: int = 16
     numeric_features: str = "raw"
-    physical_shapes: bool = False
 
     def __post_init__(self) -> None:
         for name, value, known in (
@@ -56,8 +52,6 @@ class TGraphConfig(Config):
         for name in sizes:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"model option {name!r} must be >= 1")
-        if self.physical_shapes and (self.kind, self.architecture) != ("layout", "tgraph"):
-            raise InputError("physical_shapes is an input of the layout TGraph model only")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 

@@ -37,12 +37,7 @@ from dagopt.io.tpugraphs import (
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.layers.squeeze_excitation import SqueezeExcitation
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.features import (
-    LAYOUT_VALUES,
-    NUM_OPCODES,
-    GraphTensors,
-    physical_extents,
-)
+from dagopt.nn.tgraph.features import LAYOUT_VALUES, NUM_OPCODES, GraphTensors
 
 CROSS_TEMPERATURE = 0.5  # eq. 6's T at initialisation (the paper gives none; see docs)
 NUMERIC = LAYOUT_COLUMNS.start  # node_feat[:134] is numeric, node_feat[134:] layouts
@@ -104,9 +99,6 @@ class TGraphNet(nn.Module):
             if config.kind == "layout"
             else None
         )
-        self.shape_in = (
-            nn.Linear(LAYOUT_CONFIG_FEATURES, width, bias=False) if config.physical_shapes else None
-        )
         self.hidden_in = nn.Linear(width, width)
         self.blocks = nn.ModuleList(TGraphBlock(config) for _ in range(config.blocks))
         if config.kind == "tile":
@@ -131,10 +123,6 @@ class TGraphNet(nn.Module):
         h = self._node_input(graph, node_feat).unsqueeze(0)  # (1, n, width)
         if self.config_in is not None:
             per_config = self.config_in(self.layout(configs).flatten(2))  # (b, nc, width)
-            if self.shape_in is not None:
-                per_config = per_config + self.shape_in(
-                    physical_extents(graph.operand_shapes, configs)
-                )
             h = h.expand(configs.shape[0], -1, -1).index_add(1, graph.config_ids, per_config)
         h = self.hidden_in(F.gelu(h))
         edges = undirected(graph.edge_index)
