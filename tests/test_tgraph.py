@@ -2,6 +2,8 @@
 resume and the ``dagopt rank`` / ``dagopt train tgraph`` commands, on SYNTHETIC records
 (random runtimes: these tests check mechanics, not ranking quality)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +17,7 @@ from dagopt.generate.tpugraphs import (
     write_synthetic_collection,
 )
 from dagopt.io.tpugraphs import read_submission
+from dagopt.models import model_path
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
@@ -22,9 +25,18 @@ from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.loss import pairwise_hinge_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
-from dagopt.rank.tgraph import evaluate, fit_normalizers, load_ranker, normalize, predict, prepare
+from dagopt.rank.tgraph import (
+    evaluate,
+    fit_normalizers,
+    load_ranker,
+    normalize,
+    predict,
+    prepare,
+    shipped_model_name,
+)
 from dagopt.train.tgraph import (
     TGraphTrainConfig,
+    load_graphs,
     optimizer_for,
     read_metrics,
     train_step,
@@ -332,3 +344,29 @@ def test_planted_runtimes_follow_their_rule(tmp_path):
         tmp_path, "tile:xla", graphs={"train": 2, "test": 1}, runtimes="planted"
     )
     assert [p.parent.name for p in paths] == ["test", "train", "train"]
+
+
+MEASURED = Path(__file__).resolve().parents[1] / "datasets" / "configs"
+
+
+def test_rank_uses_the_model_shipped_for_the_collection():
+    """Without --model, ``dagopt rank`` uses the shipped model of the file's collection
+    (a tile file's is tile:xla; a layout file names its collection)."""
+    tile = sorted((MEASURED / "npz/tile/xla/test").glob("*.npz"))[0]
+    result = dagopt("rank", tile, "--top", "3", "--tta", "2")
+    assert result.exit_code == 0, result.output
+    assert "64 configurations, predicted fastest first" in result.stdout
+    layout = sorted((MEASURED / "npz/layout/nlp/default/test").glob("*.npz"))[0]
+    result = dagopt("rank", layout, "--collection", "layout:nlp:default", "--tta", "2")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 2 + 5
+
+
+@pytest.mark.parametrize("collection", ["layout:nlp:random", "layout:xla:default"])
+def test_shipped_models_rank_held_out_graphs_well_above_chance(collection):
+    """The shipped layout models on the held-out architectures of the measured dataset
+    (their test split, never trained on): a mean Kendall tau far from chance (0), as
+    measured in docs/tgraph.md; a broken or untrained model fails this."""
+    model = load_ranker(model_path(shipped_model_name(collection)))
+    graphs = load_graphs(MEASURED, collection, ["test"], deduplicate=False)
+    assert evaluate(model, graphs, permutations=2) > 0.3
