@@ -1,5 +1,7 @@
 """Level-by-level walks over a graph's CSR arrays: neighbour rows and longest paths."""
 
+import itertools
+
 import numpy as np
 
 
@@ -65,13 +67,12 @@ def redundant_edges(
     level = longest_paths(pred_ptr, pred_idx, out_degree)[0]
     by_level = np.argsort(level, kind="stable")
     bounds = np.searchsorted(level[by_level], np.arange(1, level.max() + 2))
-    src = np.repeat(np.arange(n), out_degree)
-    widest = max(int(out_degree[by_level[a:b]].sum()) for a, b in zip(bounds, bounds[1:]))
+    widest = max(int(out_degree[by_level[a:b]].sum()) for a, b in itertools.pairwise(bounds))
     words = max(1, min((n + 63) // 64, GATHER_BYTES // (8 * widest)))
     one = np.uint64(1)
     for first in range(0, n, 64 * words):
         desc = np.zeros((n, words), dtype=np.uint64)
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             nodes = by_level[a:b]
             counts = out_degree[nodes]
             edges = np.repeat(succ_ptr[nodes] - np.cumsum(counts) + counts, counts)

@@ -69,13 +69,13 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
     """Normalised priorities ``y`` of every node (eq. 7 and 17), one forward pass."""
     import torch
 
-    from dagopt.nn.features import graph_inputs
+    from dagopt.nn.encoders import encoder_inputs
 
     if graph.num_nodes == 0:
         return np.zeros(0)
-    model.encoder.check_fits(graph.num_nodes)
+    model.encoder.check_fits(graph.num_nodes, graph.num_edges)
     with torch.inference_mode():
-        y = model(graph_inputs(graph, pe_dim=model.config.pe_dim))
+        y = model(encoder_inputs(graph, model.config))
     return y.double().numpy()
 
 
