@@ -6,7 +6,7 @@ import torch
 
 from dagopt import Graph, InputError
 from dagopt.generate import generate_layered
-from dagopt.graph.paths import redundant_edges
+from dagopt.graph.reduction import redundant_edges
 from dagopt.nn import Encoder, EncoderConfig, PriorityModel, encoder_inputs, graph_inputs
 from dagopt.nn.features import laplacian_pe
 from dagopt.nn.masks import SPARSE_GROUPS, sparse_groups, topological_masks
@@ -26,14 +26,14 @@ def test_sparse_groups_are_the_dense_masks_plus_self_loops():
 
 
 def test_redundant_edges_in_small_blocks_match_one_block(monkeypatch):
-    """Several column blocks (a tiny gather budget) give the same answer as one."""
-    import dagopt.graph.paths as paths
+    """One-word blocks (a tiny block budget) give the same answer as one block."""
+    import dagopt.graph.reduction as reduction
 
     graph = generate_layered(300, seed=9)
-    args = (graph.succ_ptr, graph.succ_idx, graph.pred_ptr, graph.pred_idx)
+    args = (graph.succ_ptr, graph.succ_idx, graph.topological_order)
     whole = redundant_edges(*args)
-    monkeypatch.setattr(paths, "GATHER_BYTES", 64)
-    assert np.array_equal(paths.redundant_edges(*args), whole)
+    monkeypatch.setattr(reduction, "BLOCK_BYTES", 8)
+    assert np.array_equal(reduction.redundant_edges(*args), whole)
     assert 0 < whole.sum() < whole.size
 
 

@@ -18,7 +18,6 @@ import numpy as np
 
 from dagopt.errors import GraphError
 from dagopt.graph.bitset import bits_to_bool, singleton_bits
-from dagopt.graph.paths import redundant_edges
 
 NodeId = int | str
 
@@ -325,10 +324,12 @@ class Graph:
         """Edges ``(src, dst)`` of the transitive reduction (section 3.1 of paper 000).
 
         Edge ``u -> v`` is redundant iff ``v`` is a descendant of another successor of ``u``
-        (``redundant_edges``: block-wise descendant bitsets, ``O(n)`` memory per block).
+        (``dagopt.graph.reduction``: block-wise descendant bitsets, no ``n x n`` array).
         """
+        from dagopt.graph.reduction import redundant_edges  # numba: compiled on first use
+
         src, dst = self.edges
-        keep = ~redundant_edges(self.succ_ptr, self.succ_idx, self.pred_ptr, self.pred_idx)
+        keep = ~redundant_edges(self.succ_ptr, self.succ_idx, self._topo)
         return _read_only(src[keep].copy()), _read_only(dst[keep].copy())
 
     @cached_property
