@@ -16,7 +16,7 @@ import numpy as np
 
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
-from dagopt.models import model_path
+from dagopt.models import MODEL_FILES, model_path
 from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
@@ -77,6 +77,15 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
     with torch.inference_mode():
         y = model(encoder_inputs(graph, model.config))
     return y.double().numpy()
+
+
+def guide_order(graph: Graph, guide: str | os.PathLike) -> np.ndarray:
+    """The greedy order (4.2) of the priority model ``guide``: a model file, or the
+    name of a shipped model (``dagopt.models.MODEL_FILES``) when no such file exists."""
+    path = Path(guide)
+    if not path.is_file() and str(guide) in MODEL_FILES:
+        path = model_path(str(guide))
+    return greedy_order(graph, predict_priorities(graph, load_model(path)))
 
 
 def _priorities(graph: Graph, checkpoint) -> np.ndarray:
