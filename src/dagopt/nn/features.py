@@ -15,6 +15,7 @@ import torch
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from threadpoolctl import threadpool_limits
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
@@ -122,7 +123,9 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int, fast: bool) 
     component). With ``fast``, ARPACK without shift-invert: the largest eigenvalues
     ``2 - lambda`` of ``2 I - L`` (the spectrum of ``L`` lies in ``[0, 2]``), to the
     relative tolerance ``FAST_TOLERANCE`` within ``FAST_MAX_RESTARTS`` restarts, so
-    only sparse products and no factorisation (about 4 s at 20k nodes against minutes);
+    only sparse products and no factorisation (seconds at 20k nodes against minutes;
+    ``benchmarks/neural_scale.py``), its BLAS on one thread (8x faster than two on a
+    loaded 2-core machine);
     vectors that have not converged by then are left out (zero columns). Either way a
     computation that would not fit in the available memory raises a one-line
     ``SolverError`` first.
@@ -139,9 +142,15 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int, fast: bool) 
         return vectors[:, np.argsort(values)]
     shifted = 2.0 * sparse.identity(n, format="csr") - laplacian.tocsr()
     try:
-        values, vectors = eigsh(
-            shifted, k=count, which="LA", v0=start, tol=FAST_TOLERANCE, maxiter=FAST_MAX_RESTARTS
-        )
+        with threadpool_limits(1):  # small BLAS calls: threads only wait on a busy machine
+            values, vectors = eigsh(
+                shifted,
+                k=count,
+                which="LA",
+                v0=start,
+                tol=FAST_TOLERANCE,
+                maxiter=FAST_MAX_RESTARTS,
+            )
     except ArpackNoConvergence as partial:
         values, vectors = partial.eigenvalues, partial.eigenvectors
     return vectors[:, np.argsort(-values)]
