@@ -12,7 +12,8 @@ without and with ``guide`` (the same model's greedy order as a second start). Th
 set-up (imports, loading the model, numba compilation or cache loading, torch's first
 call: a whole pass on a 50-node graph) is reported apart from the work. Graphs are
 held-out layered graphs (test seeds, paper 000's generator); generating one is not
-counted.
+counted. torch runs ``--threads`` threads (default 1: on the shared 2-core machine two
+threads made the 20k-node forward pass four times slower).
 
     python benchmarks/neural_scale.py                       # 20k at 10 s, 100k at 60 s
     python benchmarks/neural_scale.py --sizes 20000 --limits 10 --checkpoint runs/sparse/model.pt
@@ -38,10 +39,12 @@ def _timed(function, *args):
     return value, time.perf_counter() - start
 
 
-def featurise_and_decode(size: int, seed: int, checkpoint: str) -> dict:
+def featurise_and_decode(size: int, seed: int, checkpoint: str, threads: int) -> dict:
     """Set-up, then each step of the neural greedy order, timed; peaks and peak RSS."""
     start = time.perf_counter()
     import torch
+
+    torch.set_num_threads(threads)
 
     from dagopt.nn.encoders import encoder_inputs
     from dagopt.nn.features import laplacian_pe, node_features
@@ -71,8 +74,12 @@ def featurise_and_decode(size: int, seed: int, checkpoint: str) -> dict:
     return row
 
 
-def run_anytime(size: int, seed: int, limit: float, guide: str | None) -> dict:
+def run_anytime(size: int, seed: int, limit: float, guide: str | None, threads: int) -> dict:
     """``anytime`` with ``limit`` seconds, guided or not; its peak, start and RSS."""
+    if guide is not None:
+        import torch
+
+        torch.set_num_threads(threads)
     graph = generate_layered(size, seed=seed)
     options = {} if guide is None else {"guide": guide}
     result = solve(graph, "anytime", seed=0, time_limit=limit, **options)
@@ -96,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint", default=DEFAULT_MODEL, help="priority model file or shipped name"
     )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
     if len(args.limits) != len(args.sizes):
         parser.error("give one --limits value per --sizes value")
@@ -108,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("lrrrrrlrrrrrr"))
     inductor = {}
     for size, _, seed in runs:
-        r = in_fresh_process(featurise_and_decode, size, seed, args.checkpoint)
+        r = in_fresh_process(featurise_and_decode, size, seed, args.checkpoint, args.threads)
         inductor[size, seed] = r["inductor_peak"]
         change = change_percent(r["greedy_peak"], r["inductor_peak"])
         row = [f"layered seed {seed}", f"{size:,}", f"{r['edges']:,}"]
@@ -123,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("lrlrrlrrrr"))
     for size, limit, seed in runs:
         for label, guide in (("anytime", None), ("anytime --guide", args.checkpoint)):
-            r = in_fresh_process(run_anytime, size, seed, limit, guide)
+            r = in_fresh_process(run_anytime, size, seed, limit, guide, args.threads)
             row = [f"layered seed {seed}", f"{size:,}", f"{label} {limit:g} s", f"{r['peak']:.6g}"]
             row += [f"{change_percent(r['peak'], inductor[size, seed]):+.3f}", r["start"]]
             row += ["" if r["guide_s"] is None else format_seconds(r["guide_s"])]

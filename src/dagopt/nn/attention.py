@@ -151,19 +151,19 @@ class TopoformerLayer(nn.Module):
         the dense path with the bias of the same pairs; ``O(E_k heads head_dim)`` time,
         keys and values gathered ``EDGE_CHUNK`` edges at a time."""
         n, scale = qkv.shape[0], self.head_dim**-0.5
-        q, k, v = qkv.unbind(1)  # each (n, heads, head_dim)
         counts = [count for count in self.heads if count > 0]
         outputs, first = [], 0
         for (query, key), count in zip(groups, counts, strict=True):
-            heads = slice(first, first + count)
+            q, k, v = qkv[:, :, first : first + count].unbind(1)  # each (n, count, head_dim)
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
             first += count
             chunks = [slice(a, a + EDGE_CHUNK) for a in range(0, query.numel(), EDGE_CHUNK)]
             scores = torch.cat(
-                [(q[query[c], heads] * k[key[c], heads]).sum(-1) for c in chunks]
+                [(q.index_select(0, query[c]) * k.index_select(0, key[c])).sum(-1) for c in chunks]
             )  # (E, count)
-            weights = segment_softmax(scores * scale, query, num_nodes=n)
+            weights = segment_softmax(scores * scale, query, num_nodes=n).unsqueeze(-1)
             out = q.new_zeros(n, count, self.head_dim)
             for c in chunks:
-                out = out.index_add(0, query[c], weights[c].unsqueeze(-1) * v[key[c], heads])
+                out = out.index_add(0, query[c], weights[c] * v.index_select(0, key[c]))
             outputs.append(out)
         return torch.cat(outputs, dim=1)
