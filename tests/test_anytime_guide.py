@@ -40,6 +40,13 @@ def test_start_is_the_better_of_inductor_and_the_guide(guide_file, seed):
     assert searched.peak_memory <= min(inductor, guided)
 
 
+def test_a_shipped_model_guides_by_name():
+    graph = generate_layered(60, seed=2)
+    result = solve(graph, "anytime", seed=0, windows=0, guide="topoformer-sparse-ordering")
+    assert result.info["guide seconds"] >= 0
+    assert result.peak_memory <= solve(graph, "inductor").peak_memory
+
+
 def test_default_anytime_has_no_guide(guide_file):
     graph = generate_layered(60, seed=7)
     assert "guide seconds" not in solve(graph, "anytime", seed=0, windows=1).info

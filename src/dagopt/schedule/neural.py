@@ -79,13 +79,18 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
     return y.double().numpy()
 
 
+def file_or_shipped(model: str | os.PathLike) -> Path:
+    """``model`` as a path, or the file of the shipped model of that name
+    (``dagopt.models.MODEL_FILES``) when no such file exists."""
+    path = Path(model)
+    if not path.is_file() and str(model) in MODEL_FILES:
+        return model_path(str(model))
+    return path
+
+
 def guide_order(graph: Graph, guide: str | os.PathLike) -> np.ndarray:
-    """The greedy order (4.2) of the priority model ``guide``: a model file, or the
-    name of a shipped model (``dagopt.models.MODEL_FILES``) when no such file exists."""
-    path = Path(guide)
-    if not path.is_file() and str(guide) in MODEL_FILES:
-        path = model_path(str(guide))
-    return greedy_order(graph, predict_priorities(graph, load_model(path)))
+    """The greedy order (4.2) of the priority model ``guide`` (``file_or_shipped``)."""
+    return greedy_order(graph, predict_priorities(graph, load_model(file_or_shipped(guide))))
 
 
 def _priorities(graph: Graph, checkpoint) -> np.ndarray:
