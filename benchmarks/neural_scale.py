@@ -12,8 +12,7 @@ without and with ``guide`` (the same model's greedy order as a second start). Th
 set-up (imports, loading the model, numba compilation or cache loading, torch's first
 call: a whole pass on a 50-node graph) is reported apart from the work. Graphs are
 held-out layered graphs (test seeds, paper 000's generator); generating one is not
-counted. torch runs ``--threads`` threads (default 1: on the shared 2-core machine two
-threads made the 20k-node forward pass four times slower).
+counted. torch runs ``--threads`` threads (default 1, as the machine is shared).
 
     python benchmarks/neural_scale.py                       # 20k at 10 s, 100k at 60 s
     python benchmarks/neural_scale.py --sizes 20000 --limits 10 --checkpoint runs/sparse/model.pt

@@ -123,12 +123,11 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int, fast: bool) 
     component). With ``fast``, ARPACK without shift-invert: the largest eigenvalues
     ``2 - lambda`` of ``2 I - L`` (the spectrum of ``L`` lies in ``[0, 2]``), to the
     relative tolerance ``FAST_TOLERANCE`` within ``FAST_MAX_RESTARTS`` restarts, so
-    only sparse products and no factorisation (seconds at 20k nodes against minutes;
-    ``benchmarks/neural_scale.py``), its BLAS on one thread (8x faster than two on a
-    loaded 2-core machine);
-    vectors that have not converged by then are left out (zero columns). Either way a
-    computation that would not fit in the available memory raises a one-line
-    ``SolverError`` first.
+    only sparse products and no factorisation (1.2 s at 20k nodes,
+    ``benchmarks/neural_scale.py``), its BLAS on one thread (its calls are small:
+    more threads mostly wait on a busy machine); vectors that have not converged by
+    then are left out (zero columns). Either way a computation that would not fit in
+    the available memory raises a one-line ``SolverError`` first.
     """
     n = laplacian.shape[0]
     what = f"the Laplacian positional encodings of {n:,} nodes ({count:,} eigenvectors)"
