@@ -12,14 +12,12 @@ best order, the solver's time (``Schedule.seconds``: the work itself), its one-t
 """
 
 import argparse
-import multiprocessing
-import resource
 import sys
 import time
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
-from dagopt.bench.timing import format_seconds
+from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
 from dagopt.generate.seeds import test_seeds
 from dagopt.schedule import solve
@@ -38,14 +36,8 @@ def run_one(size: int, seed: int, method: str, time_limit: float | None) -> dict
         "setup_s": schedule.setup_seconds,
         "seconds": schedule.seconds,
         "peak": schedule.peak_memory,
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": peak_rss_mb(),
     }
-
-
-def in_child(*args) -> dict:
-    """``run_one`` in a fresh spawned process (its own peak RSS)."""
-    with multiprocessing.get_context("spawn").Pool(1, maxtasksperchild=1) as pool:
-        return pool.apply(run_one, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,10 +56,10 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("lrrrlrrrrr"))
     for size, limit in zip(args.sizes, args.limits, strict=True):
         for seed in test_seeds(args.graphs):
-            inductor = in_child(size, seed, "inductor", None)
+            inductor = in_fresh_process(run_one, size, seed, "inductor", None)
             runs = [
                 ("inductor", inductor),
-                (f"anytime {limit:g} s", in_child(size, seed, "anytime", limit)),
+                (f"anytime {limit:g} s", in_fresh_process(run_one, size, seed, "anytime", limit)),
             ]
             for label, run in runs:
                 row = [f"layered seed {seed}", f"{size:,}", f"{run['edges']:,}"]

@@ -1,7 +1,8 @@
 """Session set-up: small random-weight models stand in for the shipped ones (the
 Topoformer priority model, its autoregressive ablation and the REGAL policies, with
 BRKGA's default parameters as ``brkga-tuned``) in a ``DAGOPT_MODEL_DIR``, so the
-methods that load a model run in every test without depending on training."""
+methods that load a model run in every test without depending on training
+(the sparse Topoformer of ``anytime --guide`` included)."""
 
 import pytest
 import torch
@@ -27,6 +28,13 @@ def tiny_models(tmp_path_factory):
         torch.manual_seed(0)
         save_model(
             model_path("topoformer-ordering"), PriorityModel(TINY_ENCODER), {"purpose": "tests"}
+        )
+        sparse = EncoderConfig(
+            kind="topoformer-sparse", dim=16, layers=1, heads_per_group=(1,) * 7, head_dim=8,
+            pe="laplacian-fast",
+        )  # fmt: skip
+        save_model(
+            model_path("topoformer-sparse-ordering"), PriorityModel(sparse), {"purpose": "tests"}
         )
         torch.manual_seed(0)
         tiny_ar = ARPolicy(ARConfig(encoder=TINY_ENCODER, glimpse_heads=2))

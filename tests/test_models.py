@@ -31,6 +31,9 @@ def test_shipped_models_are_package_data_and_load(monkeypatch):
         assert model_path(name).is_relative_to(package)
     model, meta = load_model(model_path("topoformer-ordering"), expected=PriorityModel)
     assert model.config.dim == 64 and meta["trained_epochs"] >= 1
+    sparse, meta = load_model(model_path("topoformer-sparse-ordering"), expected=PriorityModel)
+    assert sparse.config.kind == "topoformer-sparse" and sparse.config.pe == "laplacian-fast"
+    assert meta["trained_epochs"] >= 1
     for objective in ("runtime", "peak-memory"):
         policy, meta = load_model(model_path(f"regal-{objective}"), expected=RegalPolicy)
         assert meta["objective"] == objective and policy.config.num_devices == 2

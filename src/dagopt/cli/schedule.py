@@ -102,6 +102,15 @@ def schedule(
         int | None,
         typer.Option(min=0, help="Stop after this many window DPs (anytime).", show_default=False),
     ] = None,
+    guide: Annotated[
+        str | None,
+        typer.Option(
+            metavar="MODEL",
+            help="Priority model file or shipped name: its greedy order is a second start "
+            "(anytime).",
+            show_default=False,
+        ),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -130,10 +139,11 @@ def schedule(
         "checkpoint": checkpoint,
         "window": window,
         "windows": windows,
+        "guide": guide,
     }
     options = {key: value for key, value in given.items() if value is not None}
     job = SolveJob(method, seed, time_limit, keep_outputs, options)
-    inputs = (checkpoint,) if checkpoint is not None else ()
+    inputs = tuple(Path(p) for p in (checkpoint, guide) if p is not None and Path(p).is_file())
     describe = partial(_result_line, keep_outputs=keep_outputs)
     run_graphs(graph_paths, out_dir, out, ".order.json", job, _write, describe,
                Executor(jobs, ray), inputs)  # fmt: skip

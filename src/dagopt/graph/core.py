@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from dagopt.errors import GraphError
-from dagopt.graph.bitset import bits_to_bool, num_words, singleton_bits, test_bits
+from dagopt.graph.bitset import bits_to_bool, singleton_bits
 
 NodeId = int | str
 
@@ -323,13 +323,13 @@ class Graph:
     def transitive_reduction(self) -> tuple[np.ndarray, np.ndarray]:
         """Edges ``(src, dst)`` of the transitive reduction (section 3.1 of paper 000).
 
-        Edge ``u -> v`` is redundant iff ``v`` is a descendant of another successor of ``u``.
+        Edge ``u -> v`` is redundant iff ``v`` is a descendant of another successor of ``u``
+        (``dagopt.graph.reduction``: block-wise descendant bitsets, no ``n x n`` array).
         """
+        from dagopt.graph.reduction import redundant_edges  # numba: compiled on first use
+
         src, dst = self.edges
-        via_successor = np.zeros((self.num_nodes, num_words(self.num_nodes)), dtype=np.uint64)
-        if src.size:
-            np.bitwise_or.at(via_successor, src, self.descendant_bits[dst])
-        keep = ~test_bits(via_successor, src, dst)
+        keep = ~redundant_edges(self.succ_ptr, self.succ_idx, self._topo)
         return _read_only(src[keep].copy()), _read_only(dst[keep].copy())
 
     @cached_property

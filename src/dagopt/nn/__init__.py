@@ -15,6 +15,7 @@ from dagopt.nn.encoders import (
     EncoderConfig,
     GATBlock,
     PriorityModel,
+    encoder_inputs,
     normalise_priorities,
 )
 from dagopt.nn.features import (
@@ -24,7 +25,7 @@ from dagopt.nn.features import (
     laplacian_pe,
     node_features,
 )
-from dagopt.nn.masks import MASK_NAMES, topological_masks
+from dagopt.nn.masks import MASK_NAMES, sparse_groups, topological_masks
 
 __all__ = [
     "FEATURE_NAMES",
@@ -41,9 +42,11 @@ __all__ = [
     "PriorityModel",
     "TopoformerLayer",
     "attention_bias",
+    "encoder_inputs",
     "graph_inputs",
     "laplacian_pe",
     "node_features",
     "normalise_priorities",
+    "sparse_groups",
     "topological_masks",
 ]

@@ -5,6 +5,12 @@
 the ablation baselines of section 5.3 / Table 3:
 
 - ``"topoformer"``: the seven masked head groups of section 4.1;
+- ``"topoformer-sparse"``: the four sparse groups of section 4.1 (TR, G-TR and their
+  reverses, ``heads_per_group[0, 1, 3, 4]`` heads) attending along edge lists
+  (``sparse_groups``), ``O(m)`` per head instead of ``O(n^2)``; the dense groups TC-G,
+  its reverse and the incomparable pairs (``heads_per_group[2, 5, 6]``) are left out,
+  as they hold up to ``n^2`` pairs by nature, so a node only sees past its neighbours
+  through the layers (receptive field ``layers`` hops along ``G``);
 - ``"topoformer-dag"``: two groups, the DAG's edges forward and backward
   ("Topoformer with MP on DAG"); ``heads_per_group[0]`` heads attend along ``G``,
   ``heads_per_group[3]`` along ``G`` reversed;
@@ -20,19 +26,21 @@ the ablation baselines of section 5.3 / Table 3:
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 from torch_geometric.nn import GATConv
 
 from dagopt.configs import Config
 from dagopt.errors import InputError
+from dagopt.graph import Graph
 from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias, bias_bytes_per_pair
 from dagopt.nn.checkpoint import model_format
-from dagopt.nn.features import GraphInputs
-from dagopt.nn.masks import DENSE_ALTERNATIVE, MASK_BYTES_PER_PAIR
+from dagopt.nn.features import PE_KINDS, GraphInputs, graph_inputs
+from dagopt.nn.masks import DENSE_ALTERNATIVE, MASK_BYTES_PER_PAIR, SPARSE_GROUPS
 from dagopt.resources import check_fits, check_pairs_fit
 
-ATTENTION_KINDS = ("topoformer", "topoformer-dag", "transformer")
+ATTENTION_KINDS = ("topoformer", "topoformer-sparse", "topoformer-dag", "transformer")
 KINDS = (*ATTENTION_KINDS, "mlp", "gat-forward", "gat-bidirectional")
 
 
@@ -42,7 +50,9 @@ class EncoderConfig(Config):
 
     ``heads_per_group``: heads for each of the seven masks of ``dagopt.nn.masks`` (0
     drops that group); ``head_dim``: size of one head; ``pe_dim``: Laplacian encodings
-    appended to the ``in_features`` node features.
+    appended to the ``in_features`` node features; ``pe``: their eigensolver
+    (``dagopt.nn.features.PE_KINDS``; model files without the key get ``"laplacian"``,
+    the one they were trained with).
     """
 
     kind: str = "topoformer"
@@ -52,11 +62,14 @@ class EncoderConfig(Config):
     head_dim: int = 64
     pe_dim: int = 20
     in_features: int = 8
+    pe: str = "laplacian"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "heads_per_group", tuple(int(h) for h in self.heads_per_group))
         if self.kind not in KINDS:
             raise InputError(f"unknown encoder kind {self.kind!r} (choose from {', '.join(KINDS)})")
+        if self.pe not in PE_KINDS:
+            raise InputError(f"unknown positional encoding {self.pe!r} (choose from {PE_KINDS})")
         if len(self.heads_per_group) != 7 or min(self.heads_per_group) < 0:
             raise InputError(f"heads_per_group needs 7 counts >= 0, got {self.heads_per_group}")
         if self.kind in ATTENTION_KINDS and sum(self.group_heads) == 0:
@@ -75,6 +88,7 @@ class EncoderConfig(Config):
         h = self.heads_per_group
         return {
             "topoformer": h,
+            "topoformer-sparse": tuple(h[k] for k in SPARSE_GROUPS),
             "topoformer-dag": (h[0], h[3]),
             "transformer": (sum(h),),
         }.get(self.kind, ())
@@ -143,15 +157,27 @@ class Encoder(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.norm = nn.LayerNorm(c.dim)
 
-    def check_fits(self, num_nodes: int) -> None:
+    def check_fits(self, num_nodes: int, num_edges: int = 0) -> None:
         """Raise a one-line ``SolverError`` if featurising a graph of ``num_nodes`` nodes
-        and running this encoder on it would not fit in the available memory; called
-        before ``graph_inputs``, so that a graph too large fails at once. The dense
-        ``(n, n)`` arrays dominate: the masks ``graph_inputs`` builds
-        (``MASK_BYTES_PER_PAIR`` while built, seven one-byte masks kept) and, for the
-        masked attention kinds, the bias of ``_context``."""
+        and ``num_edges`` edges and running this encoder on it would not fit in the
+        available memory; called before ``graph_inputs``, so that a graph too large
+        fails at once. The dense ``(n, n)`` arrays dominate: the masks ``graph_inputs``
+        builds (``MASK_BYTES_PER_PAIR`` while built, seven one-byte masks kept) and, for
+        the masked attention kinds, the bias of ``_context``. ``topoformer-sparse`` has
+        none: its edge lists (``2 m + 4 n`` pairs of int64), per edge and head a score
+        and its softmax (float32, three buffers), and the activations."""
         dtype = self.embed.weight.dtype
         kind = self.config.kind
+        if kind == "topoformer-sparse":
+            pairs = 2.0 * num_edges + 4.0 * num_nodes
+            heads = max(self.config.group_heads)
+            activations = 16.0 * num_nodes * (self.config.dim + sum(self.config.group_heads))
+            check_fits(
+                pairs * (16 + 12 * heads) + activations * dtype.itemsize,
+                f"a {kind} forward pass on {num_nodes:,} nodes and {num_edges:,} edges",
+                "order it with a method without attention (anytime, inductor)",
+            )
+            return
         extra = {
             "topoformer": bias_bytes_per_pair(7, dtype),
             "topoformer-dag": 2 + bias_bytes_per_pair(2, dtype),  # + the two merged masks
@@ -168,6 +194,11 @@ class Encoder(nn.Module):
         kind, masks, edges = self.config.kind, inputs.masks, inputs.edge_index
         if kind == "topoformer":
             return attention_bias(masks, self.embed.weight.dtype)
+        if kind == "topoformer-sparse":
+            if inputs.groups is None:
+                raise InputError("topoformer-sparse reads sparse inputs: use encoder_inputs")
+            heads = self.config.group_heads
+            return tuple(g for g, c in zip(inputs.groups, heads, strict=True) if c > 0)
         if kind == "topoformer-dag":
             dag = torch.stack([masks[0] | masks[1], masks[3] | masks[4]])
             return attention_bias(dag, self.embed.weight.dtype)
@@ -183,6 +214,17 @@ class Encoder(nn.Module):
         for block in self.blocks:
             h = block(h, context)
         return self.norm(h)
+
+
+def encoder_inputs(
+    graph: Graph, config: EncoderConfig, *, sign_flip: np.random.Generator | None = None
+) -> GraphInputs:
+    """``graph_inputs`` for an encoder of ``config``: its ``pe_dim`` and ``pe``, and
+    sparse edge lists instead of dense masks for ``topoformer-sparse``."""
+    attention = "sparse" if config.kind == "topoformer-sparse" else "dense"
+    return graph_inputs(
+        graph, pe_dim=config.pe_dim, pe=config.pe, attention=attention, sign_flip=sign_flip
+    )
 
 
 @model_format("dagopt-priority-model", EncoderConfig, extras=("alpha",))

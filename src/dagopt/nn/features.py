@@ -3,8 +3,9 @@
 Every node gets eight structural features (memory sizes, degrees, hop distances),
 each normalised by its maximum over the graph so that it lies in ``[0, 1]``, followed
 by Laplacian positional encodings (Dwivedi and Bresson, the paper's reference [35]).
-``graph_inputs`` bundles them with the seven Topoformer masks and the edge list into the
-tensors every encoder of ``dagopt.nn.encoders`` reads.
+``graph_inputs`` bundles them with the seven dense Topoformer masks (or, for the sparse
+encoder, the four sparse graphs as edge lists) and the edge list into the tensors every
+encoder of ``dagopt.nn.encoders`` reads.
 """
 
 from dataclasses import dataclass
@@ -13,11 +14,13 @@ import numpy as np
 import torch
 from scipy import sparse
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from threadpoolctl import threadpool_limits
 
+from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.graph.paths import csr_rows, longest_paths
-from dagopt.nn.masks import DENSE_ALTERNATIVE, topological_masks
+from dagopt.nn.masks import DENSE_ALTERNATIVE, sparse_groups, topological_masks
 from dagopt.resources import check_fits, check_pairs_fit
 
 #: Column names of ``node_features``.
@@ -39,6 +42,15 @@ EIGH_BYTES_PER_PAIR = 32
 #: Bytes per node and eigenvector of ARPACK's ``eigsh``: its Lanczos basis of about
 #: ``2 count + 1`` vectors, its workspace and the eigenvectors, float64.
 ARPACK_BYTES_PER_ENTRY = 40
+#: Positional encodings: ``"laplacian"`` (ARPACK shift-invert, the shipped models'),
+#: ``"laplacian-fast"`` (ARPACK on ``2 I - L`` with a tolerance and an iteration cap).
+PE_KINDS = ("laplacian", "laplacian-fast")
+#: ``"laplacian-fast"``: ARPACK's relative tolerance and its cap on restarts.
+FAST_TOLERANCE = 1e-4
+FAST_MAX_RESTARTS = 300
+#: How ``graph_inputs`` hands the Topoformer graphs over: dense ``(7, n, n)`` masks, or
+#: ``sparse_groups`` edge lists (``topoformer-sparse``).
+ATTENTION_INPUTS = ("dense", "sparse")
 
 
 def _hops(ptr: np.ndarray, idx: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -102,14 +114,20 @@ def _normalised_laplacian(graph: Graph) -> sparse.csc_array:
     return (off_diagonal + sparse.diags_array((degree > 0).astype(np.float64))).tocsc()
 
 
-def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int) -> np.ndarray:
+def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int, fast: bool) -> np.ndarray:
     """Eigenvectors of the ``count`` smallest eigenvalues, sorted by eigenvalue.
 
     ARPACK in shift-invert mode around a point just below 0 (scales better than a
     dense ``eigh``); dense ``eigh`` where ``count`` is not small against ``n``: tiny
     graphs, and graphs of many connected components (``count`` includes one vector per
-    component). Either way a computation that would not fit in the available memory
-    raises a one-line ``SolverError`` first.
+    component). With ``fast``, ARPACK without shift-invert: the largest eigenvalues
+    ``2 - lambda`` of ``2 I - L`` (the spectrum of ``L`` lies in ``[0, 2]``), to the
+    relative tolerance ``FAST_TOLERANCE`` within ``FAST_MAX_RESTARTS`` restarts, so
+    only sparse products and no factorisation (1.2 s at 20k nodes,
+    ``benchmarks/neural_scale.py``), its BLAS on one thread (its calls are small:
+    more threads mostly wait on a busy machine); vectors that have not converged by
+    then are left out (zero columns). Either way a computation that would not fit in
+    the available memory raises a one-line ``SolverError`` first.
     """
     n = laplacian.shape[0]
     what = f"the Laplacian positional encodings of {n:,} nodes ({count:,} eigenvectors)"
@@ -118,26 +136,45 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int) -> np.ndarra
         return np.linalg.eigh(laplacian.toarray())[1][:, :count]
     check_fits(ARPACK_BYTES_PER_ENTRY * n * (count + 20), what, DENSE_ALTERNATIVE)
     start = np.random.default_rng(0).standard_normal(n)  # fixed Lanczos start: deterministic
-    values, vectors = eigsh(laplacian, k=count, sigma=-0.01, which="LM", v0=start)
-    return vectors[:, np.argsort(values)]
+    if not fast:
+        values, vectors = eigsh(laplacian, k=count, sigma=-0.01, which="LM", v0=start)
+        return vectors[:, np.argsort(values)]
+    shifted = 2.0 * sparse.identity(n, format="csr") - laplacian.tocsr()
+    try:
+        with threadpool_limits(1):  # small BLAS calls: threads only wait on a busy machine
+            values, vectors = eigsh(
+                shifted,
+                k=count,
+                which="LA",
+                v0=start,
+                tol=FAST_TOLERANCE,
+                maxiter=FAST_MAX_RESTARTS,
+            )
+    except ArpackNoConvergence as partial:
+        values, vectors = partial.eigenvalues, partial.eigenvectors
+    return vectors[:, np.argsort(-values)]
 
 
-def laplacian_pe(graph: Graph, dim: int = 20) -> np.ndarray:
+def laplacian_pe(graph: Graph, dim: int = 20, *, kind: str = "laplacian") -> np.ndarray:
     """Float32 ``(n, dim)`` Laplacian positional encodings (C.5, reference [35]).
 
     Eigenvectors of the symmetric normalised Laplacian ``D^-1/2 (D - A) D^-1/2`` of the
     undirected graph (an isolated node has a zero row), sorted by eigenvalue. The first
     ``c`` eigenvectors, one of eigenvalue 0 per connected component, are skipped and the
     next ``dim`` kept; columns beyond the ``n - c`` available ones are zero. Each vector's
-    sign is fixed so that its largest-magnitude entry is positive.
+    sign is fixed so that its largest-magnitude entry is positive. ``kind`` (``PE_KINDS``)
+    picks the eigensolver of ``_smallest_eigenvectors``.
     """
+    if kind not in PE_KINDS:
+        raise InputError(f"unknown positional encoding {kind!r} (choose from {PE_KINDS})")
     n = graph.num_nodes
     pe = np.zeros((n, dim), dtype=np.float32)
     if dim == 0 or n == 0:
         return pe
     laplacian = _normalised_laplacian(graph)
     skip = connected_components(laplacian, directed=False, return_labels=False)
-    kept = _smallest_eigenvectors(laplacian, min(n, skip + dim))[:, skip:]
+    kept = _smallest_eigenvectors(laplacian, min(n, skip + dim), kind == "laplacian-fast")
+    kept = kept[:, skip:]
     peak = np.abs(kept).argmax(axis=0)
     kept = kept * np.sign(kept[peak, np.arange(kept.shape[1])])
     pe[:, : kept.shape[1]] = kept
@@ -149,13 +186,17 @@ class GraphInputs:
     """Tensors for one graph, as read by the encoders.
 
     ``x``: float32 ``(n, 8 + pe_dim)`` node features then positional encodings;
-    ``masks``: bool ``(7, n, n)`` from ``topological_masks`` (query-by-key);
+    ``masks``: bool ``(7, n, n)`` from ``topological_masks`` (query-by-key), or ``None``
+    for sparse inputs;
     ``edge_index``: long ``(2, E)`` DAG edges ``src -> dst`` (PyG layout);
+    ``groups``: for sparse inputs, the ``sparse_groups`` edge lists, long
+    ``(2, E_k)`` ``[query, key]`` each; else ``None``.
     """
 
     x: torch.Tensor
-    masks: torch.Tensor
+    masks: torch.Tensor | None
     edge_index: torch.Tensor
+    groups: tuple[torch.Tensor, ...] | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -163,20 +204,32 @@ class GraphInputs:
 
 
 def graph_inputs(
-    graph: Graph, *, pe_dim: int = 20, sign_flip: np.random.Generator | None = None
+    graph: Graph,
+    *,
+    pe_dim: int = 20,
+    pe: str = "laplacian",
+    attention: str = "dense",
+    sign_flip: np.random.Generator | None = None,
 ) -> GraphInputs:
     """Featurise ``graph`` (C.5) and build its masks (section 4.1) as torch tensors.
 
-    With ``sign_flip`` each positional-encoding column is multiplied by a random sign,
-    the training augmentation of reference [35] (an eigenvector's sign is arbitrary).
+    ``pe``: the positional encodings (``PE_KINDS``); ``attention``: ``"dense"`` builds
+    the ``(7, n, n)`` masks, ``"sparse"`` only the ``sparse_groups`` edge lists
+    (``O(m)``, for ``topoformer-sparse``). With ``sign_flip`` each positional-encoding
+    column is multiplied by a random sign, the training augmentation of reference [35]
+    (an eigenvector's sign is arbitrary).
     """
-    pe = laplacian_pe(graph, pe_dim)
+    if attention not in ATTENTION_INPUTS:
+        raise InputError(f"attention inputs must be one of {ATTENTION_INPUTS}, got {attention!r}")
+    pe_columns = laplacian_pe(graph, pe_dim, kind=pe)
     if sign_flip is not None:
-        pe *= sign_flip.choice(np.array([-1.0, 1.0], dtype=np.float32), size=pe_dim)
-    x = np.concatenate([node_features(graph), pe], axis=1)
+        pe_columns *= sign_flip.choice(np.array([-1.0, 1.0], dtype=np.float32), size=pe_dim)
+    x = np.concatenate([node_features(graph), pe_columns], axis=1)
     edge_index = np.stack(graph.edges).astype(np.int64).reshape(2, -1)
+    dense = attention == "dense"
     return GraphInputs(
         x=torch.from_numpy(x),
-        masks=torch.from_numpy(topological_masks(graph)),
+        masks=torch.from_numpy(topological_masks(graph)) if dense else None,
         edge_index=torch.from_numpy(edge_index),
+        groups=None if dense else tuple(map(torch.from_numpy, sparse_groups(graph))),
     )

@@ -10,6 +10,10 @@ Convention: ``masks[k, i, j]`` is True when query ``i`` may attend to key ``j`` 
 ``k``. Messages travel along the edges, so for a forward edge ``u -> v`` node ``v``
 (the query) attends to ``u`` (the key): ``masks[0, v, u]`` is True for a TR edge, and
 the reversed graphs hold ``masks[3, u, v]``.
+
+``sparse_groups`` gives the four sparse graphs (TR, G-TR and their reverses) as edge
+lists instead, ``O(m)`` entries, for the sparse attention of ``topoformer-sparse``; the
+other three (TC-G, its reverse, incomparable) have up to ``n^2`` pairs by nature.
 """
 
 import numpy as np
@@ -28,6 +32,10 @@ MASK_NAMES = (
     "incomparable",
 )
 
+
+#: The graphs of ``MASK_NAMES`` that are subgraphs of ``G`` or its reverse (``O(m)``
+#: pairs): the groups of ``sparse_groups`` and of the ``topoformer-sparse`` encoder.
+SPARSE_GROUPS = (0, 1, 3, 4)
 
 #: Bytes per ordered node pair ``topological_masks`` holds at its peak: the one-byte
 #: closure, adjacency and reduction matrices and their combinations beside the seven
@@ -66,4 +74,31 @@ def topological_masks(graph: Graph) -> np.ndarray:
     # Directed graph X[u, v] (edge u -> v) becomes the forward mask X.T: v attends to u.
     return np.stack(
         [reduction.T, redundant.T, implied.T, reduction, redundant, implied, incomparable]
+    )
+
+
+def sparse_groups(graph: Graph) -> tuple[np.ndarray, ...]:
+    """The graphs ``SPARSE_GROUPS`` of ``MASK_NAMES`` as int64 ``(2, E_k)`` edge lists
+    ``[query, key]``, each followed by the ``n`` self loops (the dense attention bias
+    allows the diagonal too): row ``k`` of ``sparse_groups`` holds the pairs
+    ``masks[SPARSE_GROUPS[k]]`` marks, plus ``(i, i)``.
+
+    Built from ``graph.transitive_reduction`` (block-wise, no ``n x n`` array) and
+    ``graph.edges``; then ``O(m)``.
+    """
+    n = graph.num_nodes
+    src, dst = (np.asarray(a, dtype=np.int64) for a in graph.edges)
+    tr_src, tr_dst = (np.asarray(a, dtype=np.int64) for a in graph.transitive_reduction)
+    in_reduction = np.isin(src * n + dst, tr_src * n + tr_dst, assume_unique=True)
+    loops = np.arange(n, dtype=np.int64)
+    redundant_src, redundant_dst = src[~in_reduction], dst[~in_reduction]
+    pairs = [
+        (tr_dst, tr_src),  # TR: v attends to u
+        (redundant_dst, redundant_src),  # G - TR
+        (tr_src, tr_dst),  # TR reversed: u attends to v
+        (redundant_src, redundant_dst),  # G - TR reversed
+    ]
+    return tuple(
+        np.stack([np.concatenate([query, loops]), np.concatenate([key, loops])])
+        for query, key in pairs
     )

@@ -34,6 +34,11 @@ segments but with the segments chosen at the peak. With a beam as wide as every
 step, the whole-graph window is the exact DP: the search stops early then
 (``proved_optimal``), and when the peak meets ``must_live_bound``.
 
+Guidance (``guide``): a priority model's greedy order (``neural.guide_order``, paper 000
+section 4.2) is a second start beside Inductor's; the one of lower peak starts the
+search (Inductor's on a tie), so the result is still never above Inductor's best. Its
+featurisation and forward pass count against the time limit.
+
 Time: the kernels read the clock (``kernels.now``) between moves and DP steps; past
 the deadline a window DP narrows its beam to the anchored state and finishes in
 milliseconds. The whole-graph window is only started with a beam whose measured
@@ -52,6 +57,7 @@ from dagopt.resources import available_bytes
 from dagopt.schedule import anytime_kernels as kernels
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.inductor import inductor_best_order
+from dagopt.schedule.neural import guide_order
 
 #: Default time limit, seconds.
 DEFAULT_TIME_LIMIT = 10.0
@@ -233,14 +239,29 @@ def anytime_order(
     window: int = 32,
     windows: int | None = None,
     trace: list[tuple[float, float]] | None = None,
+    guide: str | None = None,
 ) -> tuple[np.ndarray, bool, dict]:
     """Run the search (module docstring) until ``time_limit`` seconds have passed, or
     ``windows`` window DPs have run, or the order is proved optimal. Returns ``(order,
-    proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best."""
+    proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best.
+    ``guide``: a priority model (file or shipped name) whose greedy order is a second
+    start."""
     start = time.perf_counter()
     deadline = start + time_limit
     n = graph.num_nodes
     anchor, chosen, _ = inductor_best_order(graph, keep_outputs=keep_outputs)
+    guided = {}
+    if guide is not None and n:
+        guided = {"guide seconds": -time.perf_counter()}
+        order = guide_order(graph, guide)
+        guided["guide seconds"] += time.perf_counter()
+        guided["guide % vs inductor"] = 100 * (
+            peak_memory(graph, order, keep_outputs=keep_outputs)
+            / peak_memory(graph, anchor, keep_outputs=keep_outputs)
+            - 1
+        )
+        if guided["guide % vs inductor"] < 0:
+            anchor, chosen = order, "guide"
     if n == 0:
         return anchor, True, {"start": chosen}
     rng = np.random.default_rng(seed)
@@ -304,14 +325,14 @@ def anytime_order(
         graph, anchor, keep_outputs=keep_outputs
     ):
         best, proved = anchor, False
-    info = {"start": chosen, **counts, "beam_width": beam}
+    info = {"start": chosen, **guided, **counts, "beam_width": beam}
     return best, proved, info
 
 
 @register(
     "anytime",
     "local search from inductor's best order (node moves, window DP) until the time limit",
-    ("window", "windows"),
+    ("window", "windows", "guide"),
 )
 def solve_anytime(
     graph: Graph,
@@ -321,11 +342,14 @@ def solve_anytime(
     keep_outputs: bool = False,
     window: int = 32,
     windows: int | None = None,
+    guide: str | None = None,
     **_: object,
 ) -> SolverResult:
     """Never worse than ``inductor``; uses all of ``time_limit`` (default 10 s) unless it
     proves its order optimal first. ``window``: the smallest DP window (steps);
-    ``windows``: stop after that many window DPs (with a seed, a reproducible run)."""
+    ``windows``: stop after that many window DPs (with a seed, a reproducible run);
+    ``guide``: a priority model file, or a shipped model's name, whose greedy order is
+    a second start (module docstring)."""
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     if int(window) < 1:
         raise SolverError(f"window must be >= 1 step, got {window}")
@@ -338,5 +362,6 @@ def solve_anytime(
         keep_outputs=keep_outputs,
         window=int(window),
         windows=None if windows is None else int(windows),
+        guide=None if guide is None else str(guide),
     )
     return SolverResult(order=order, proved_optimal=proved, info=info)

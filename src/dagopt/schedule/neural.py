@@ -16,7 +16,7 @@ import numpy as np
 
 from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
-from dagopt.models import model_path
+from dagopt.models import MODEL_FILES, model_path
 from dagopt.objectives import peak_memory
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
@@ -69,14 +69,28 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
     """Normalised priorities ``y`` of every node (eq. 7 and 17), one forward pass."""
     import torch
 
-    from dagopt.nn.features import graph_inputs
+    from dagopt.nn.encoders import encoder_inputs
 
     if graph.num_nodes == 0:
         return np.zeros(0)
-    model.encoder.check_fits(graph.num_nodes)
+    model.encoder.check_fits(graph.num_nodes, graph.num_edges)
     with torch.inference_mode():
-        y = model(graph_inputs(graph, pe_dim=model.config.pe_dim))
+        y = model(encoder_inputs(graph, model.config))
     return y.double().numpy()
+
+
+def file_or_shipped(model: str | os.PathLike) -> Path:
+    """``model`` as a path, or the file of the shipped model of that name
+    (``dagopt.models.MODEL_FILES``) when no such file exists."""
+    path = Path(model)
+    if not path.is_file() and str(model) in MODEL_FILES:
+        return model_path(str(model))
+    return path
+
+
+def guide_order(graph: Graph, guide: str | os.PathLike) -> np.ndarray:
+    """The greedy order (4.2) of the priority model ``guide`` (``file_or_shipped``)."""
+    return greedy_order(graph, predict_priorities(graph, load_model(file_or_shipped(guide))))
 
 
 def _priorities(graph: Graph, checkpoint) -> np.ndarray:

@@ -40,10 +40,10 @@ def load_ar_model(checkpoint: str | os.PathLike | None) -> "ARPolicy":
 
 
 def _inputs(graph: Graph, model: "ARPolicy") -> "GraphInputs":
-    from dagopt.nn.features import graph_inputs
+    from dagopt.nn.encoders import encoder_inputs
 
-    model.encoder.check_fits(graph.num_nodes)
-    return graph_inputs(graph, pe_dim=model.config.encoder.pe_dim)
+    model.encoder.check_fits(graph.num_nodes, graph.num_edges)
+    return encoder_inputs(graph, model.config.encoder)
 
 
 def _rollout(graph, model, uniforms, keep_outputs) -> np.ndarray:

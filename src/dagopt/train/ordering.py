@@ -29,8 +29,8 @@ from dagopt.graph import Graph
 from dagopt.graph.order import ready_masks
 from dagopt.nn.ar_decoder import ARConfig, ARPolicy
 from dagopt.nn.checkpoint import save_model
-from dagopt.nn.encoders import EncoderConfig, PriorityModel
-from dagopt.nn.features import GraphInputs, graph_inputs
+from dagopt.nn.encoders import EncoderConfig, PriorityModel, encoder_inputs
+from dagopt.nn.features import GraphInputs
 from dagopt.objectives import peak_memory
 from dagopt.rl.baselines import (
     Baseline,
@@ -144,8 +144,7 @@ def sampled_order(
 @torch.no_grad()
 def greedy_cost(model: Policy, graph: Graph, inputs: GraphInputs | None = None) -> float:
     """Peak memory of the greedy order of ``model`` on ``graph`` (eq. 10)."""
-    pe_dim = model.encoder.config.pe_dim
-    inputs = inputs if inputs is not None else graph_inputs(graph, pe_dim=pe_dim)
+    inputs = inputs if inputs is not None else encoder_inputs(graph, model.encoder.config)
     if isinstance(model, ARPolicy):
         return peak_memory(graph, model.rollout(graph, inputs)[0][0])
     return peak_memory(graph, greedy_order(graph, model(inputs).double().numpy()))
@@ -177,7 +176,7 @@ def reinforce_loss(
     env = PeakMemoryEnv()
     log_probs, rewards, batch = [], [], []
     for graph in graphs:
-        inputs = graph_inputs(graph, pe_dim=policy.encoder.config.pe_dim, sign_flip=rng)
+        inputs = encoder_inputs(graph, policy.encoder.config, sign_flip=rng)
         order, log_prob = sampled_order(policy, graph, inputs, rng)
         rewards.append(env.reward(graph, order))
         log_probs.append(log_prob)
@@ -216,7 +215,7 @@ class OrderingTrainer(Trainer):
         self.validation = []  # featurised once: the set is fixed and featurisation deterministic
         for s in validation_seeds(config.validation_graphs):
             graph = generate_layered(config.graph_nodes, seed=s)
-            self.validation.append((graph, graph_inputs(graph, pe_dim=config.encoder.pe_dim)))
+            self.validation.append((graph, encoder_inputs(graph, config.encoder)))
 
     @property
     def best_model(self) -> Policy:
