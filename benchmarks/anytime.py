@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
 from dagopt.bench.realgraphs import TRACED, change_percent
@@ -48,13 +48,30 @@ class Entry:
     options: dict[str, Any]
 
 
-def entries(beam_width: int, limits: Iterable[float]) -> list[Entry]:
+def entries(beam_width: int, limits: Iterable[float], options: dict[str, Any]) -> list[Entry]:
     rows = [
         Entry("inductor", "inductor", {}),
         Entry(f"approx-dp K={beam_width}", "approx-dp", {"beam_width": beam_width}),
     ]
-    rows += [Entry(f"anytime {limit:g} s", "anytime", {"time_limit": limit}) for limit in limits]
+    suffix = "".join(f" {key}={value}" for key, value in options.items())
+    rows += [
+        Entry(f"anytime {limit:g} s{suffix}", "anytime", {"time_limit": limit, **options})
+        for limit in limits
+    ]
     return rows
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with an int, float or string value."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    for kind in (int, float):
+        try:
+            return key, kind(value)
+        except ValueError:
+            pass
+    return key, value
 
 
 def solver(by_label: dict[str, Entry], keep_outputs: bool):
@@ -123,16 +140,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-width", type=int, default=10_000, help="reference K")
     parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
-    parser.add_argument("--out", default="bench-out/anytime.csv", help="CSV of the runs")
+    parser.add_argument(
+        "--split",
+        choices=["test", "validation"],
+        default="test",
+        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
+    )
+    parser.add_argument(
+        "--option",
+        type=parse_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an anytime option for its rows (repeatable; named in the rows' labels)",
+    )
+    parser.add_argument("--out", help="CSV of the runs (default bench-out/anytime[-SPLIT].csv)")
     parser.add_argument(
         "--reference-out",
-        default="bench-out/anytime-reference.csv",
-        help="CSV of the reference runs, kept across runs and --fresh",
+        help="CSV of the reference runs, kept across runs and --fresh "
+        "(default bench-out/anytime[-SPLIT]-reference.csv)",
     )
     parser.add_argument("--fresh", action="store_true", help="rerun all but the reference")
+    parser.add_argument(
+        "--reference-only", action="store_true", help="only compute the cached reference runs"
+    )
     args = parser.parse_args(argv)
+    stem = "bench-out/anytime" + ("" if args.split == "test" else f"-{args.split}")
+    args.out = args.out or f"{stem}.csv"
+    args.reference_out = args.reference_out or f"{stem}-reference.csv"
 
-    rows = entries(args.beam_width, args.limits)
+    rows = entries(args.beam_width, args.limits, dict(args.option))
     reference = Entry(
         f"approx-dp K={args.reference_width}", "approx-dp", {"beam_width": args.reference_width}
     )
@@ -152,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return on_run
 
-    graphs = [(size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)]
+    graph_set = layered_test_set if args.split == "test" else layered_validation_set
+    graphs = [(size, g.name, g) for size in args.sizes for g in graph_set(size, args.graphs)]
     done_refs = list(references)
     run_methods(
         graphs,
@@ -162,6 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         on_run=record(done_refs, reference_out),
         solver=solver(by_label, keep_outputs=False),
     )
+    if args.reference_only:
+        return 0
     layered = [r for r in runs if r.graph in {key for _, key, _ in graphs}]
     done_runs = list(runs)
     layered = run_methods(
@@ -175,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     keys = {key for _, key, _ in graphs}
     measured = layered + [r for r in done_refs if r.graph in keys]
     print(
-        f"{args.graphs} held-out layered graphs per size; reference {reference.label} "
+        f"{args.graphs} {args.split} layered graphs per size; reference {reference.label} "
         f"(cached in {reference_out}); every other run in {out}\n"
     )
     print(gap_table(summarize(measured, reference.label), [*labels, reference.label]))

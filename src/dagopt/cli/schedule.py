@@ -102,6 +102,20 @@ def schedule(
         int | None,
         typer.Option(min=0, help="Stop after this many window DPs (anytime).", show_default=False),
     ] = None,
+    largest: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Largest DP window, steps; 0: the whole graph (anytime).",
+            show_default=False,
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Search threads sharing one best order (anytime).", show_default=False
+        ),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -130,6 +144,8 @@ def schedule(
         "checkpoint": checkpoint,
         "window": window,
         "windows": windows,
+        "largest": largest,
+        "threads": threads,
     }
     options = {key: value for key, value in given.items() if value is not None}
     job = SolveJob(method, seed, time_limit, keep_outputs, options)

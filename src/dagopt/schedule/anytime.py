@@ -40,7 +40,9 @@ milliseconds. The whole-graph window is only started with a beam whose measured
 cost fits in the time left. Inductor's orders are computed within the time limit.
 """
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -224,37 +226,57 @@ def window_at_peak(search: Search, size: int, rng: np.random.Generator) -> int:
     return int(rng.integers(max(0, step - size + 1), min(step, n - size) + 1))
 
 
-def anytime_order(
+class Incumbent:
+    """The best order found so far, shared by the search threads (under a lock)."""
+
+    def __init__(self, order: np.ndarray, peak: float, start: float, trace) -> None:
+        self.lock = threading.Lock()
+        self.order, self.peak = order.copy(), peak
+        self.start, self.trace = start, trace
+        self.stop = threading.Event()
+
+    def offer(self, order: np.ndarray, peak: float) -> None:
+        with self.lock:
+            if peak < self.peak:
+                self.order, self.peak = order.copy(), peak
+                if self.trace is not None:
+                    self.trace.append((time.perf_counter() - self.start, peak))
+
+    def best(self) -> tuple[np.ndarray, float]:
+        with self.lock:
+            return self.order.copy(), self.peak
+
+
+def search_thread(
     graph: Graph,
+    first: np.ndarray,
+    incumbent: Incumbent,
     *,
     seed: int,
-    time_limit: float,
+    deadline: float,
     keep_outputs: bool,
-    window: int = 32,
-    windows: int | None = None,
-    trace: list[tuple[float, float]] | None = None,
-) -> tuple[np.ndarray, bool, dict]:
-    """Run the search (module docstring) until ``time_limit`` seconds have passed, or
-    ``windows`` window DPs have run, or the order is proved optimal. Returns ``(order,
-    proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best."""
-    start = time.perf_counter()
-    deadline = start + time_limit
+    window: int,
+    largest: int,
+    windows: int | None,
+    bound: float,
+    counts: dict,
+) -> None:
+    """One search (module docstring) from ``first``, offering every new best to
+    ``incumbent`` and restarting from its best after a failed cycle."""
     n = graph.num_nodes
-    anchor, chosen, _ = inductor_best_order(graph, keep_outputs=keep_outputs)
-    if n == 0:
-        return anchor, True, {"start": chosen}
     rng = np.random.default_rng(seed)
-    search = Search(graph, anchor, keep_outputs=keep_outputs)
-    best, best_peak = search.order.copy(), search.peak
-    bound = must_live_bound(graph, keep_outputs=keep_outputs)
-    sizes = [min(window, n)]
-    while sizes[-1] < n:
-        sizes.append(min(n, 2 * sizes[-1]))
+    search = Search(graph, first, keep_outputs=keep_outputs)
+    top = n if largest == 0 else min(n, max(window, largest))
+    sizes = [min(window, top)]
+    while sizes[-1] < top:
+        sizes.append(min(top, 2 * sizes[-1]))
     level, beam = 0, FIRST_BEAM
     whole_seconds_per_state = None  # measured cost of the whole-graph window DP
-    counts = {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0}
-    proved = False
-    while time.perf_counter() < deadline and counts["windows"] != windows:
+    while (
+        time.perf_counter() < deadline
+        and counts["windows"] != windows
+        and not incumbent.stop.is_set()
+    ):
         moves = search.descend(MOVES_PER_CALL, int(rng.integers(n)), deadline)
         counts["moves"] += moves
         if moves < MOVES_PER_CALL:
@@ -275,13 +297,18 @@ def anytime_order(
                 whole_seconds_per_state = (time.perf_counter() - began) / width
             counts["windows"] += 1
             counts["improving windows"] += improved
-            proved = size == n and exact
+            spent = counts["window seconds"]
+            spent[size] = spent.get(size, 0.0) + time.perf_counter() - began
+            if size == n and exact:
+                counts["proved"] = True
+                incumbent.stop.set()
             if improved:
                 level = 0
             elif level + 1 < len(sizes):
                 level += 1
             else:
                 level, beam = 0, 2 * beam
+                best, best_peak = incumbent.best()
                 if search.peak > best_peak:
                     search.restore(best)
                 size = min(KICK_WINDOW, n)
@@ -289,29 +316,82 @@ def anytime_order(
                 kick_seed = int(rng.integers(2**31))
                 search.kick(a, a + size, beam=FIRST_BEAM, deadline=deadline, seed=kick_seed)
                 counts["kicks"] += 1
-        if search.peak < best_peak:
-            best, best_peak = search.order.copy(), search.peak
-            if trace is not None:
-                trace.append((time.perf_counter() - start, best_peak))
-        elapsed = time.perf_counter() - start
-        report(f"anytime: best peak {best_peak:.6g}", int(elapsed), int(time_limit))
-        if proved or best_peak <= bound:
-            proved = True
-            break
+        incumbent.offer(search.order, search.peak)
+        elapsed = time.perf_counter() - incumbent.start
+        report(
+            f"anytime: best peak {incumbent.peak:.6g}",
+            int(elapsed),
+            int(deadline - incumbent.start),
+        )
+        if incumbent.peak <= bound:
+            counts["proved"] = True
+            incumbent.stop.set()
+    counts["beam_width"] = beam
+
+
+def anytime_order(
+    graph: Graph,
+    *,
+    seed: int,
+    time_limit: float,
+    keep_outputs: bool,
+    window: int = 32,
+    largest: int = 0,
+    windows: int | None = None,
+    trace: list[tuple[float, float]] | None = None,
+    threads: int = 1,
+) -> tuple[np.ndarray, bool, dict]:
+    """Run the search (module docstring) until ``time_limit`` seconds have passed, or
+    ``windows`` window DPs have run, or the order is proved optimal. Returns ``(order,
+    proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best."""
+    start = time.perf_counter()
+    deadline = start + time_limit
+    n = graph.num_nodes
+    anchor, chosen, _ = inductor_best_order(graph, keep_outputs=keep_outputs)
+    if n == 0:
+        return anchor, True, {"start": chosen}
+    incumbent = Incumbent(anchor, float("inf"), start, trace)
+    bound = must_live_bound(graph, keep_outputs=keep_outputs)
+    all_counts = [
+        {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0, "window seconds": {}}
+        for _ in range(threads)
+    ]
+
+    def job(index: int) -> None:
+        search_thread(
+            graph, anchor, incumbent, seed=seed + 7919 * index, deadline=deadline,
+            keep_outputs=keep_outputs, window=window, largest=largest, windows=windows, bound=bound,
+            counts=all_counts[index],
+        )  # fmt: skip
+
+    if threads == 1:
+        job(0)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            for done in [pool.submit(job, i) for i in range(threads)]:
+                done.result()  # re-raises a thread's error
+    best, _ = incumbent.best()
+    proved = any(c.get("proved", False) for c in all_counts)
     # The kernels sum in another order than ``peak_memory``: never return an order the
     # objective finds worse than the start, even by a rounding error.
     if peak_memory(graph, best, keep_outputs=keep_outputs) > peak_memory(
         graph, anchor, keep_outputs=keep_outputs
     ):
         best, proved = anchor, False
-    info = {"start": chosen, **counts, "beam_width": beam}
+    info = {"start": chosen, "threads": threads, "beam_width": all_counts[0]["beam_width"]}
+    for key in ("moves", "windows", "improving windows", "kicks"):
+        info[key] = int(sum(c[key] for c in all_counts))
+    info["window seconds"] = {
+        size: sum(c["window seconds"].get(size, 0.0) for c in all_counts)
+        for size in sorted({size for c in all_counts for size in c["window seconds"]})
+    }
     return best, proved, info
 
 
 @register(
     "anytime",
     "local search from inductor's best order (node moves, window DP) until the time limit",
-    ("window", "windows"),
+    ("window", "largest", "windows", "threads"),
 )
 def solve_anytime(
     graph: Graph,
@@ -320,7 +400,9 @@ def solve_anytime(
     time_limit: float | None = None,
     keep_outputs: bool = False,
     window: int = 32,
+    largest: int = 0,
     windows: int | None = None,
+    threads: int = 1,
     **_: object,
 ) -> SolverResult:
     """Never worse than ``inductor``; uses all of ``time_limit`` (default 10 s) unless it
@@ -331,12 +413,18 @@ def solve_anytime(
         raise SolverError(f"window must be >= 1 step, got {window}")
     if windows is not None and int(windows) < 0:
         raise SolverError(f"windows must be >= 0, got {windows}")
+    if int(largest) < 0:
+        raise SolverError(f"largest must be >= 0 steps (0: the whole graph), got {largest}")
+    if int(threads) < 1:
+        raise SolverError(f"threads must be >= 1, got {threads}")
     order, proved, info = anytime_order(
         graph,
         seed=0 if seed is None else int(seed),
         time_limit=limit,
         keep_outputs=keep_outputs,
         window=int(window),
+        largest=int(largest),
         windows=None if windows is None else int(windows),
+        threads=int(threads),
     )
     return SolverResult(order=order, proved_optimal=proved, info=info)
