@@ -26,7 +26,7 @@ from dagopt.schedule.dp_kernels import _same_child, lowest_bit, popcount
 RELATIVE_TOLERANCE = 1e-12
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def now():
     """``time.perf_counter()`` from inside a kernel, so it can stop at a deadline."""
     with objmode(t="float64"):
