@@ -13,6 +13,12 @@ runs are slow and are kept in ``--reference-out`` (CSV) across runs; every other
 goes to ``--out`` as soon as it finishes and a rerun resumes (``--fresh`` reruns all
 but the reference, so the compared methods run side by side in one process).
 
+Tuning (docs/ordering.md) uses ``--split validation`` (validation seeds, its own CSVs),
+``--option KEY=VALUE`` (anytime options, e.g. ``largest=128``, ``threads=2``, named in
+the rows), ``--seed`` and ``--cpu-clock`` (time limits in CPU seconds of the one search
+thread, so that the load of a shared machine does not decide); ``--reference-only``
+computes the cached reference ahead of a run.
+
 ``--zoo`` adds real training graphs from the model zoo (``model/size/mode``, exported
 once and cached, ``docs/zoo.md``), with the graph outputs kept alive as PyTorch does:
 the % change of each method's peak from the traced order and from ``inductor``.
@@ -20,6 +26,7 @@ the % change of each method's peak from the traced order and from ``inductor``.
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,12 +55,15 @@ class Entry:
     options: dict[str, Any]
 
 
-def entries(beam_width: int, limits: Iterable[float], options: dict[str, Any]) -> list[Entry]:
+def entries(
+    beam_width: int, limits: Iterable[float], options: dict[str, Any], seed: int = 0
+) -> list[Entry]:
     rows = [
         Entry("inductor", "inductor", {}),
         Entry(f"approx-dp K={beam_width}", "approx-dp", {"beam_width": beam_width}),
     ]
-    suffix = "".join(f" {key}={value}" for key, value in options.items())
+    named = {**options, **({"seed": seed} if seed else {})}
+    suffix = "".join(f" {key}={value}" for key, value in named.items())
     rows += [
         Entry(f"anytime {limit:g} s{suffix}", "anytime", {"time_limit": limit, **options})
         for limit in limits
@@ -164,12 +174,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--reference-only", action="store_true", help="only compute the cached reference runs"
     )
+    parser.add_argument("--seed", type=int, default=0, help="the solvers' seed")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="for tuning on a loaded machine: time limits count this thread's CPU time "
+        "(time.thread_time), not the wall clock; one search thread only",
+    )
     args = parser.parse_args(argv)
+    if args.cpu_clock:
+        if dict(args.option).get("threads", 1) != 1:
+            parser.error("--cpu-clock measures one thread's CPU time: no threads option")
+        time.perf_counter = time.thread_time  # every deadline in dagopt reads perf_counter
     stem = "bench-out/anytime" + ("" if args.split == "test" else f"-{args.split}")
     args.out = args.out or f"{stem}.csv"
     args.reference_out = args.reference_out or f"{stem}-reference.csv"
 
-    rows = entries(args.beam_width, args.limits, dict(args.option))
+    rows = entries(args.beam_width, args.limits, dict(args.option), args.seed)
     reference = Entry(
         f"approx-dp K={args.reference_width}", "approx-dp", {"beam_width": args.reference_width}
     )
@@ -198,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda *_: {},
         done=references,
         on_run=record(done_refs, reference_out),
+        seed=args.seed,
         solver=solver(by_label, keep_outputs=False),
     )
     if args.reference_only:
@@ -210,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         lambda *_: {},
         done=layered,
         on_run=record(done_runs, out),
+        seed=args.seed,
         solver=solver(by_label, keep_outputs=False),
     )
     keys = {key for _, key, _ in graphs}
@@ -236,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda *_: {},
             done=zoo_runs,
             on_run=record(done_runs, out),
+            seed=args.seed,
             solver=solver(by_label, keep_outputs=True),
         )
         print("Zoo graphs, graph outputs kept (% change of the peak; run time):\n")

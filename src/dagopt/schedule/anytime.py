@@ -306,8 +306,9 @@ def search_thread(
                 whole_seconds_per_state = (time.perf_counter() - began) / width
             counts["windows"] += 1
             counts["improving windows"] += improved
-            spent = counts["window seconds"]
-            spent[size] = spent.get(size, 0.0) + time.perf_counter() - began
+            runs, gains, seconds = counts["windows by size"].get(size, (0, 0, 0.0))
+            seconds += time.perf_counter() - began
+            counts["windows by size"][size] = (runs + 1, gains + int(improved), seconds)
             if size == n and exact:
                 counts["proved"] = True
                 incumbent.stop.set()
@@ -362,7 +363,7 @@ def anytime_order(
     incumbent = Incumbent(anchor, float("inf"), start, trace)
     bound = must_live_bound(graph, keep_outputs=keep_outputs)
     all_counts = [
-        {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0, "window seconds": {}}
+        {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0, "windows by size": {}}
         for _ in range(threads)
     ]
 
@@ -390,9 +391,13 @@ def anytime_order(
     info = {"start": chosen, "threads": threads, "beam_width": all_counts[0]["beam_width"]}
     for key in ("moves", "windows", "improving windows", "kicks"):
         info[key] = int(sum(c[key] for c in all_counts))
-    info["window seconds"] = {
-        size: sum(c["window seconds"].get(size, 0.0) for c in all_counts)
-        for size in sorted({size for c in all_counts for size in c["window seconds"]})
+    sizes = sorted({size for c in all_counts for size in c["windows by size"]})
+    info["windows by size"] = {  # size: (windows, improving windows, seconds)
+        size: tuple(
+            sum(c["windows by size"].get(size, (0, 0, 0.0))[k] for c in all_counts)
+            for k in range(3)
+        )
+        for size in sizes
     }
     return best, proved, info
 
