@@ -238,7 +238,13 @@ def window_at_peak(search: Search, size: int, rng: np.random.Generator) -> int:
 class Incumbent:
     """The best order found so far, shared by the search threads (under a lock)."""
 
-    def __init__(self, order: np.ndarray, peak: float, start: float, trace) -> None:
+    def __init__(
+        self,
+        order: np.ndarray,
+        peak: float,
+        start: float,
+        trace: list[tuple[float, float]] | None,
+    ) -> None:
         self.lock = threading.Lock()
         self.order, self.peak = order.copy(), peak
         self.start, self.trace = start, trace
