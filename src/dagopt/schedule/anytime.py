@@ -281,6 +281,7 @@ def search_thread(
     n = graph.num_nodes
     rng = np.random.default_rng(seed)
     search = Search(graph, first, keep_outputs=keep_outputs)
+    incumbent.offer(search.order, search.peak)
     top = n if largest == 0 else min(n, max(window, largest))
     sizes = [min(window, top)]
     while sizes[-1] < top:
@@ -315,9 +316,11 @@ def search_thread(
             runs, gains, seconds = counts["windows by size"].get(size, (0, 0, 0.0))
             seconds += time.perf_counter() - began
             counts["windows by size"][size] = (runs + 1, gains + int(improved), seconds)
-            if size == n and exact:
+            if size == n and exact:  # the exact DP: this order is optimal
                 counts["proved"] = True
+                incumbent.offer(search.order, search.peak)
                 incumbent.stop.set()
+                break
             if improved:
                 level = 0
             elif level + 1 < len(sizes):
