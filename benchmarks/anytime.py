@@ -13,6 +13,12 @@ runs are slow and are kept in ``--reference-out`` (CSV) across runs; every other
 goes to ``--out`` as soon as it finishes and a rerun resumes (``--fresh`` reruns all
 but the reference, so the compared methods run side by side in one process).
 
+Tuning (docs/ordering.md) uses ``--split validation`` (validation seeds, its own CSVs),
+``--option KEY=VALUE`` (anytime options, e.g. ``largest=128``, ``threads=2``, named in
+the rows), ``--seed`` and ``--cpu-clock`` (time limits in CPU seconds of the one search
+thread, so that the load of a shared machine does not decide); ``--reference-only``
+computes the cached reference ahead of a run.
+
 ``--zoo`` adds real training graphs from the model zoo (``model/size/mode``, exported
 once and cached, ``docs/zoo.md``), with the graph outputs kept alive as PyTorch does:
 the % change of each method's peak from the traced order and from ``inductor``.
@@ -20,6 +26,7 @@ the % change of each method's peak from the traced order and from ``inductor``.
 
 import argparse
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +35,7 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
 from dagopt.bench.realgraphs import TRACED, change_percent
@@ -48,13 +55,33 @@ class Entry:
     options: dict[str, Any]
 
 
-def entries(beam_width: int, limits: Iterable[float]) -> list[Entry]:
+def entries(
+    beam_width: int, limits: Iterable[float], options: dict[str, Any], seed: int = 0
+) -> list[Entry]:
     rows = [
         Entry("inductor", "inductor", {}),
         Entry(f"approx-dp K={beam_width}", "approx-dp", {"beam_width": beam_width}),
     ]
-    rows += [Entry(f"anytime {limit:g} s", "anytime", {"time_limit": limit}) for limit in limits]
+    named = {**options, **({"seed": seed} if seed else {})}
+    suffix = "".join(f" {key}={value}" for key, value in named.items())
+    rows += [
+        Entry(f"anytime {limit:g} s{suffix}", "anytime", {"time_limit": limit, **options})
+        for limit in limits
+    ]
     return rows
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` with an int, float or string value."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    for kind in (int, float):
+        try:
+            return key, kind(value)
+        except ValueError:
+            pass
+    return key, value
 
 
 def solver(by_label: dict[str, Entry], keep_outputs: bool):
@@ -123,16 +150,47 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference-width", type=int, default=10_000, help="reference K")
     parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
-    parser.add_argument("--out", default="bench-out/anytime.csv", help="CSV of the runs")
+    parser.add_argument(
+        "--split",
+        choices=["test", "validation"],
+        default="test",
+        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
+    )
+    parser.add_argument(
+        "--option",
+        type=parse_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an anytime option for its rows (repeatable; named in the rows' labels)",
+    )
+    parser.add_argument("--out", help="CSV of the runs (default bench-out/anytime[-SPLIT].csv)")
     parser.add_argument(
         "--reference-out",
-        default="bench-out/anytime-reference.csv",
-        help="CSV of the reference runs, kept across runs and --fresh",
+        help="CSV of the reference runs, kept across runs and --fresh "
+        "(default bench-out/anytime[-SPLIT]-reference.csv)",
     )
     parser.add_argument("--fresh", action="store_true", help="rerun all but the reference")
+    parser.add_argument(
+        "--reference-only", action="store_true", help="only compute the cached reference runs"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the solvers' seed")
+    parser.add_argument(
+        "--cpu-clock",
+        action="store_true",
+        help="for tuning on a loaded machine: time limits count this thread's CPU time "
+        "(time.thread_time), not the wall clock; one search thread only",
+    )
     args = parser.parse_args(argv)
+    if args.cpu_clock:
+        if dict(args.option).get("threads", 1) != 1:
+            parser.error("--cpu-clock measures one thread's CPU time: no threads option")
+        time.perf_counter = time.thread_time  # every deadline in dagopt reads perf_counter
+    stem = "bench-out/anytime" + ("" if args.split == "test" else f"-{args.split}")
+    args.out = args.out or f"{stem}.csv"
+    args.reference_out = args.reference_out or f"{stem}-reference.csv"
 
-    rows = entries(args.beam_width, args.limits)
+    rows = entries(args.beam_width, args.limits, dict(args.option), args.seed)
     reference = Entry(
         f"approx-dp K={args.reference_width}", "approx-dp", {"beam_width": args.reference_width}
     )
@@ -152,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
 
         return on_run
 
-    graphs = [(size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)]
+    graph_set = layered_test_set if args.split == "test" else layered_validation_set
+    graphs = [(size, g.name, g) for size in args.sizes for g in graph_set(size, args.graphs)]
     done_refs = list(references)
     run_methods(
         graphs,
@@ -160,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
         lambda *_: {},
         done=references,
         on_run=record(done_refs, reference_out),
+        seed=args.seed,
         solver=solver(by_label, keep_outputs=False),
     )
+    if args.reference_only:
+        return 0
     layered = [r for r in runs if r.graph in {key for _, key, _ in graphs}]
     done_runs = list(runs)
     layered = run_methods(
@@ -170,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         lambda *_: {},
         done=layered,
         on_run=record(done_runs, out),
+        seed=args.seed,
         solver=solver(by_label, keep_outputs=False),
     )
     keys = {key for _, key, _ in graphs}
     measured = layered + [r for r in done_refs if r.graph in keys]
     print(
-        f"{args.graphs} held-out layered graphs per size; reference {reference.label} "
+        f"{args.graphs} {args.split} layered graphs per size; reference {reference.label} "
         f"(cached in {reference_out}); every other run in {out}\n"
     )
     print(gap_table(summarize(measured, reference.label), [*labels, reference.label]))
@@ -196,6 +259,7 @@ def main(argv: list[str] | None = None) -> int:
             lambda *_: {},
             done=zoo_runs,
             on_run=record(done_runs, out),
+            seed=args.seed,
             solver=solver(by_label, keep_outputs=True),
         )
         print("Zoo graphs, graph outputs kept (% change of the peak; run time):\n")

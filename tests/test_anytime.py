@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagopt import Graph
+from dagopt.errors import SolverError
 from dagopt.generate import generate_layered
 from dagopt.objectives import memory_profile, peak_memory
 from dagopt.schedule import anytime_kernels as kernels
@@ -179,3 +180,27 @@ def test_empty_and_single_node_graphs():
     assert one.order.tolist() == [0] and one.peak_memory == peak_memory(
         Graph(1, [], [], mem=[3.0], param_mem=[1.0]), [0]
     )
+
+
+def test_two_search_threads_return_one_valid_order_never_above_inductor():
+    g = generate_layered(600, seed=5)
+    inductor = solve(g, "inductor")
+    two = solve(g, "anytime", seed=0, time_limit=0.5, threads=2)
+    assert two.info["threads"] == 2 and two.info["windows"] > 0
+    assert g.is_topological(two.order)
+    assert two.peak_memory <= inductor.peak_memory
+    assert two.peak_memory == pytest.approx(reference_peak(g, two.order, False), rel=1e-12)
+
+
+def test_largest_caps_the_window_sizes():
+    g = generate_layered(400, seed=3)
+    capped = solve(g, "anytime", seed=0, time_limit=60, windows=30, largest=64)
+    assert set(capped.info["windows by size"]) == {32, 64}
+    whole = solve(g, "anytime", seed=0, time_limit=60, windows=30, largest=0)
+    assert 400 in whole.info["windows by size"]
+
+
+@pytest.mark.parametrize("options", [{"threads": 0}, {"largest": -1}])
+def test_rejects_bad_options(options):
+    with pytest.raises(SolverError):
+        solve(generate_layered(20, seed=0), "anytime", time_limit=1, **options)

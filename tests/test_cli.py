@@ -334,3 +334,6 @@ def test_schedule_anytime_takes_its_options(medium):
     exact = dagopt("schedule", medium, "-m", "exact-dp")
     assert summary_peak(result.stdout) >= summary_peak(exact.stdout)
     assert dagopt("schedule", medium, "-m", "anytime", "--window", 0).exit_code == 2
+    options = ("--windows", 3, "--largest", 8, "--threads", 2)
+    assert dagopt("schedule", medium, "-m", "anytime", *options).exit_code == 0
+    assert dagopt("schedule", medium, "-m", "anytime", "--threads", 0).exit_code == 2

@@ -111,6 +111,20 @@ def schedule(
             show_default=False,
         ),
     ] = None,
+    largest: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Largest DP window, steps; 0: the whole graph (anytime).",
+            show_default=False,
+        ),
+    ] = None,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Search threads sharing one best order (anytime).", show_default=False
+        ),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -140,6 +154,8 @@ def schedule(
         "window": window,
         "windows": windows,
         "guide": guide,
+        "largest": largest,
+        "threads": threads,
     }
     options = {key: value for key, value in given.items() if value is not None}
     job = SolveJob(method, seed, time_limit, keep_outputs, options)

@@ -21,7 +21,8 @@ several steps at the peak can lower them one at a time):
   current window order anchored in the beam (as ``anchored-dp``), so the peak never
   rises. A window order of equal score is taken too (a sideways step across ties).
 
-Window sizes grow from ``window`` (32) by doubling up to the whole graph, one size
+Window sizes grow from ``window`` (32) by doubling up to ``largest`` steps
+(``LARGEST_WINDOW``; 0: the whole graph; the whole graph when it is smaller), one size
 per failed attempt, back to the smallest after a success; when every size has
 failed, the beam doubles and the search is kicked: a window of ``KICK_WINDOW`` steps
 at the peak of the best order so far is re-solved by the window DP without its anchor
@@ -29,15 +30,19 @@ and with a large rank noise, taken whatever its score, and the search goes on fr
 there (iterated local search, Lourenço, Martin and Stützle, 2003; the best order is
 kept and a trajectory that ends worse restarts from it). This is variable
 neighbourhood search (Mladenović and Hansen, 1997) whose largest neighbourhood is the
-anchored DP on the whole graph, like SERENITY's (Ahn et al., 2020) DP on graph
-segments but with the segments chosen at the peak. With a beam as wide as every
-step, the whole-graph window is the exact DP: the search stops early then
-(``proved_optimal``), and when the peak meets ``must_live_bound``.
+anchored DP on ``largest`` steps (on small graphs the whole graph), like SERENITY's
+(Ahn et al., 2020) DP on graph segments but with the segments chosen at the peak.
+With a beam as wide as every step, the whole-graph window is the exact DP: the search
+stops early then (``proved_optimal``), and when the peak meets ``must_live_bound``.
 
 Guidance (``guide``): a priority model's greedy order (``neural.guide_order``, paper 000
 section 4.2) is a second start beside Inductor's; the one of lower peak starts the
 search (Inductor's on a tie), so the result is still never above Inductor's best. Its
 featurisation and forward pass count against the time limit.
+
+Threads: ``threads`` searches (seeds ``seed + 7919 i``) run side by side in threads
+(the numba kernels release the GIL) and share the best order: a search restarting
+after a failed cycle restarts from the best order of any thread.
 
 Time: the kernels read the clock (``kernels.now``) between moves and DP steps; past
 the deadline a window DP narrows its beam to the anchored state and finishes in
@@ -45,7 +50,9 @@ milliseconds. The whole-graph window is only started with a beam whose measured
 cost fits in the time left. Inductor's orders are computed within the time limit.
 """
 
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -77,6 +84,10 @@ RANK_NOISE = 1e-3
 #: 128-2048 steps and noise 0.3-1.0 did alike; 512 and 1.0 slightly best at 2000 nodes).
 KICK_WINDOW = 512
 KICK_NOISE = 1.0
+#: The largest window, steps (tuned on validation graphs of 2000 nodes: at most 128 or
+#: 256 steps did best, 0.3 points better than growing windows to the whole graph, whose
+#: DPs took most of the time: cheaper cycles, about twice as many kicks).
+LARGEST_WINDOW = 256
 
 
 class Search:
@@ -230,6 +241,119 @@ def window_at_peak(search: Search, size: int, rng: np.random.Generator) -> int:
     return int(rng.integers(max(0, step - size + 1), min(step, n - size) + 1))
 
 
+class Incumbent:
+    """The best order found so far, shared by the search threads (under a lock)."""
+
+    def __init__(
+        self,
+        order: np.ndarray,
+        peak: float,
+        start: float,
+        trace: list[tuple[float, float]] | None,
+    ) -> None:
+        self.lock = threading.Lock()
+        self.order, self.peak = order.copy(), peak
+        self.start, self.trace = start, trace
+        self.stop = threading.Event()
+
+    def offer(self, order: np.ndarray, peak: float) -> None:
+        with self.lock:
+            if peak < self.peak:
+                self.order, self.peak = order.copy(), peak
+                if self.trace is not None:
+                    self.trace.append((time.perf_counter() - self.start, peak))
+
+    def best(self) -> tuple[np.ndarray, float]:
+        with self.lock:
+            return self.order.copy(), self.peak
+
+
+def search_thread(
+    graph: Graph,
+    first: np.ndarray,
+    incumbent: Incumbent,
+    *,
+    seed: int,
+    deadline: float,
+    keep_outputs: bool,
+    window: int,
+    largest: int,
+    windows: int | None,
+    bound: float,
+    counts: dict,
+) -> None:
+    """One search (module docstring) from ``first``, offering every new best to
+    ``incumbent`` and restarting from its best after a failed cycle."""
+    n = graph.num_nodes
+    rng = np.random.default_rng(seed)
+    search = Search(graph, first, keep_outputs=keep_outputs)
+    incumbent.offer(search.order, search.peak)
+    top = n if largest == 0 else min(n, max(window, largest))
+    sizes = [min(window, top)]
+    while sizes[-1] < top:
+        sizes.append(min(top, 2 * sizes[-1]))
+    level, beam = 0, FIRST_BEAM
+    whole_seconds_per_state = None  # measured cost of the whole-graph window DP
+    while (
+        time.perf_counter() < deadline
+        and counts["windows"] != windows
+        and not incumbent.stop.is_set()
+    ):
+        moves = search.descend(MOVES_PER_CALL, int(rng.integers(n)), deadline)
+        counts["moves"] += moves
+        if moves < MOVES_PER_CALL:
+            size = sizes[level]
+            width = min(beam, widest_beam(size))
+            if size == n and whole_seconds_per_state is not None:
+                left = deadline - time.perf_counter()
+                width = max(1, min(width, int(0.8 * left / whole_seconds_per_state)))
+            if width < FIRST_BEAM and size == n and size > sizes[0]:
+                level = 0  # no time for the whole graph: keep to the smaller windows
+                continue
+            a = window_at_peak(search, size, rng)
+            began = time.perf_counter()
+            improved, exact = search.try_window(
+                a, a + size, beam=width, deadline=deadline, seed=int(rng.integers(2**31))
+            )
+            if size == n and time.perf_counter() < deadline:
+                whole_seconds_per_state = (time.perf_counter() - began) / width
+            counts["windows"] += 1
+            counts["improving windows"] += improved
+            runs, gains, seconds = counts["windows by size"].get(size, (0, 0, 0.0))
+            seconds += time.perf_counter() - began
+            counts["windows by size"][size] = (runs + 1, gains + int(improved), seconds)
+            if size == n and exact:  # the exact DP: this order is optimal
+                counts["proved"] = True
+                incumbent.offer(search.order, search.peak)
+                incumbent.stop.set()
+                break
+            if improved:
+                level = 0
+            elif level + 1 < len(sizes):
+                level += 1
+            else:
+                level, beam = 0, 2 * beam
+                best, best_peak = incumbent.best()
+                if search.peak > best_peak:
+                    search.restore(best)
+                size = min(KICK_WINDOW, n)
+                a = window_at_peak(search, size, rng)
+                kick_seed = int(rng.integers(2**31))
+                search.kick(a, a + size, beam=FIRST_BEAM, deadline=deadline, seed=kick_seed)
+                counts["kicks"] += 1
+        incumbent.offer(search.order, search.peak)
+        elapsed = time.perf_counter() - incumbent.start
+        report(
+            f"anytime: best peak {incumbent.peak:.6g}",
+            int(elapsed),
+            int(deadline - incumbent.start),
+        )
+        if incumbent.peak <= bound:
+            counts["proved"] = True
+            incumbent.stop.set()
+    counts["beam_width"] = beam
+
+
 def anytime_order(
     graph: Graph,
     *,
@@ -237,8 +361,10 @@ def anytime_order(
     time_limit: float,
     keep_outputs: bool,
     window: int = 32,
+    largest: int = LARGEST_WINDOW,
     windows: int | None = None,
     trace: list[tuple[float, float]] | None = None,
+    threads: int = 1,
     guide: str | None = None,
 ) -> tuple[np.ndarray, bool, dict]:
     """Run the search (module docstring) until ``time_limit`` seconds have passed, or
@@ -264,75 +390,53 @@ def anytime_order(
             anchor, chosen = order, "guide"
     if n == 0:
         return anchor, True, {"start": chosen}
-    rng = np.random.default_rng(seed)
-    search = Search(graph, anchor, keep_outputs=keep_outputs)
-    best, best_peak = search.order.copy(), search.peak
+    incumbent = Incumbent(anchor, float("inf"), start, trace)
     bound = must_live_bound(graph, keep_outputs=keep_outputs)
-    sizes = [min(window, n)]
-    while sizes[-1] < n:
-        sizes.append(min(n, 2 * sizes[-1]))
-    level, beam = 0, FIRST_BEAM
-    whole_seconds_per_state = None  # measured cost of the whole-graph window DP
-    counts = {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0}
-    proved = False
-    while time.perf_counter() < deadline and counts["windows"] != windows:
-        moves = search.descend(MOVES_PER_CALL, int(rng.integers(n)), deadline)
-        counts["moves"] += moves
-        if moves < MOVES_PER_CALL:
-            size = sizes[level]
-            width = min(beam, widest_beam(size))
-            if size == n and whole_seconds_per_state is not None:
-                left = deadline - time.perf_counter()
-                width = max(1, min(width, int(0.8 * left / whole_seconds_per_state)))
-            if width < FIRST_BEAM and size == n and size > sizes[0]:
-                level = 0  # no time for the whole graph: keep to the smaller windows
-                continue
-            a = window_at_peak(search, size, rng)
-            began = time.perf_counter()
-            improved, exact = search.try_window(
-                a, a + size, beam=width, deadline=deadline, seed=int(rng.integers(2**31))
-            )
-            if size == n and time.perf_counter() < deadline:
-                whole_seconds_per_state = (time.perf_counter() - began) / width
-            counts["windows"] += 1
-            counts["improving windows"] += improved
-            proved = size == n and exact
-            if improved:
-                level = 0
-            elif level + 1 < len(sizes):
-                level += 1
-            else:
-                level, beam = 0, 2 * beam
-                if search.peak > best_peak:
-                    search.restore(best)
-                size = min(KICK_WINDOW, n)
-                a = window_at_peak(search, size, rng)
-                kick_seed = int(rng.integers(2**31))
-                search.kick(a, a + size, beam=FIRST_BEAM, deadline=deadline, seed=kick_seed)
-                counts["kicks"] += 1
-        if search.peak < best_peak:
-            best, best_peak = search.order.copy(), search.peak
-            if trace is not None:
-                trace.append((time.perf_counter() - start, best_peak))
-        elapsed = time.perf_counter() - start
-        report(f"anytime: best peak {best_peak:.6g}", int(elapsed), int(time_limit))
-        if proved or best_peak <= bound:
-            proved = True
-            break
+    all_counts = [
+        {"moves": 0, "windows": 0, "improving windows": 0, "kicks": 0, "windows by size": {}}
+        for _ in range(threads)
+    ]
+
+    def job(index: int) -> None:
+        search_thread(
+            graph, anchor, incumbent, seed=seed + 7919 * index, deadline=deadline,
+            keep_outputs=keep_outputs, window=window, largest=largest, windows=windows, bound=bound,
+            counts=all_counts[index],
+        )  # fmt: skip
+
+    if threads == 1:
+        job(0)
+    else:
+        with ThreadPoolExecutor(threads) as pool:
+            for done in [pool.submit(job, i) for i in range(threads)]:
+                done.result()  # re-raises a thread's error
+    best, _ = incumbent.best()
+    proved = any(c.get("proved", False) for c in all_counts)
     # The kernels sum in another order than ``peak_memory``: never return an order the
     # objective finds worse than the start, even by a rounding error.
     if peak_memory(graph, best, keep_outputs=keep_outputs) > peak_memory(
         graph, anchor, keep_outputs=keep_outputs
     ):
         best, proved = anchor, False
-    info = {"start": chosen, **guided, **counts, "beam_width": beam}
+    info = {"start": chosen, **guided, "threads": threads}
+    info["beam_width"] = all_counts[0]["beam_width"]
+    for key in ("moves", "windows", "improving windows", "kicks"):
+        info[key] = int(sum(c[key] for c in all_counts))
+    sizes = sorted({size for c in all_counts for size in c["windows by size"]})
+    info["windows by size"] = {  # size: (windows, improving windows, seconds)
+        size: tuple(
+            sum(c["windows by size"].get(size, (0, 0, 0.0))[k] for c in all_counts)
+            for k in range(3)
+        )
+        for size in sizes
+    }
     return best, proved, info
 
 
 @register(
     "anytime",
     "local search from inductor's best order (node moves, window DP) until the time limit",
-    ("window", "windows", "guide"),
+    ("window", "largest", "windows", "threads", "guide"),
 )
 def solve_anytime(
     graph: Graph,
@@ -341,27 +445,36 @@ def solve_anytime(
     time_limit: float | None = None,
     keep_outputs: bool = False,
     window: int = 32,
+    largest: int = LARGEST_WINDOW,
     windows: int | None = None,
+    threads: int = 1,
     guide: str | None = None,
     **_: object,
 ) -> SolverResult:
     """Never worse than ``inductor``; uses all of ``time_limit`` (default 10 s) unless it
     proves its order optimal first. ``window``: the smallest DP window (steps);
-    ``windows``: stop after that many window DPs (with a seed, a reproducible run);
-    ``guide``: a priority model file, or a shipped model's name, whose greedy order is
-    a second start (module docstring)."""
+    ``largest``: the largest (0: the whole graph); ``windows``: stop after that many
+    window DPs (with a seed and one thread, a reproducible run); ``threads``: searches
+    sharing one best order; ``guide``: a priority model file, or a shipped model's name,
+    whose greedy order is a second start (module docstring)."""
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     if int(window) < 1:
         raise SolverError(f"window must be >= 1 step, got {window}")
     if windows is not None and int(windows) < 0:
         raise SolverError(f"windows must be >= 0, got {windows}")
+    if int(largest) < 0:
+        raise SolverError(f"largest must be >= 0 steps (0: the whole graph), got {largest}")
+    if int(threads) < 1:
+        raise SolverError(f"threads must be >= 1, got {threads}")
     order, proved, info = anytime_order(
         graph,
         seed=0 if seed is None else int(seed),
         time_limit=limit,
         keep_outputs=keep_outputs,
         window=int(window),
+        largest=int(largest),
         windows=None if windows is None else int(windows),
+        threads=int(threads),
         guide=None if guide is None else str(guide),
     )
     return SolverResult(order=order, proved_optimal=proved, info=info)

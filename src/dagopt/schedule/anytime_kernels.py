@@ -34,7 +34,7 @@ def now():
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def profile(order, pos, last, during, after, succ_ptr, succ_idx, mem, run, kept, freed):
     """Fill ``pos``, ``last``, ``during`` and ``after`` for ``order`` (eq. 2-3, 15)."""
     n = order.size
@@ -59,7 +59,7 @@ def profile(order, pos, last, during, after, succ_ptr, succ_idx, mem, run, kept,
         after[t] = live
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def summarize(during, tau, prefix_max, suffix_max, excess_sum, hot_next, hot_prev):
     """Prefix and suffix maxima of ``during``, prefix sums of the excess
     ``max(0, M_t - tau)`` (``excess_sum[t]`` sums steps ``< t``), and for every step the
@@ -99,7 +99,7 @@ def better(peak, excess, best_peak, best_excess, scale):
     return peak <= best_peak + tolerance and excess < best_excess - tolerance
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def best_node_move(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, start, scratch,
@@ -199,7 +199,7 @@ def best_node_move(
     return best_i, best_j, best_peak, best_excess
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def move_node(order, i, j):
     """Move the node at step ``i`` to step ``j``, shifting the steps between by one."""
     v = order[i]
@@ -215,7 +215,7 @@ def _bit(index):
     return np.uint64(1) << np.uint64(index & 63)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _select(key, live, count, width):
     """Indices of the ``width`` of the first ``count`` children least by ``(key, live)``,
     in O(count) expected time (``np.partition``)."""
@@ -243,7 +243,7 @@ def _select(key, live, count, width):
     return keep
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def window_dp(
     order, a, b, last, after, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, self_free,
     zobrist, floor, tau, beam, deadline, noise, seed, anchored, loc, out,
@@ -463,7 +463,7 @@ def window_dp(
     return peak[0], excess[0], exact
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def descend(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, start, moves, deadline,
