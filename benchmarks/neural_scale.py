@@ -22,11 +22,11 @@ import argparse
 import sys
 import time
 
+from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
-from dagopt.generate.seeds import test_seeds
 from dagopt.schedule import solve
 
 DEFAULT_MODEL = "topoformer-sparse-ordering"
@@ -94,20 +94,13 @@ def run_anytime(size: int, seed: int, limit: float, guide: str | None, threads: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
-    parser.add_argument(
-        "--limits", type=float, nargs="+", default=[10.0, 60.0], help="anytime's limit per size"
-    )
-    parser.add_argument("--graphs", type=int, default=1, help="held-out graphs per size")
+    add_scale_arguments(parser)
     parser.add_argument(
         "--checkpoint", default=DEFAULT_MODEL, help="priority model file or shipped name"
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
-    if len(args.limits) != len(args.sizes):
-        parser.error("give one --limits value per --sizes value")
-    runs = [(size, limit, seed) for size, limit in zip(args.sizes, args.limits, strict=True)
-            for seed in test_seeds(args.graphs)]  # fmt: skip
+    runs = scale_runs(parser, args)
     header = ["graph", "nodes", "edges", "setup s", "features s", "PE s", "PE"]
     header += ["groups s", "all inputs s", "forward s", "greedy s", "greedy % vs inductor"]
     header += ["peak RSS MB"]

@@ -15,11 +15,11 @@ import argparse
 import sys
 import time
 
+from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
-from dagopt.generate.seeds import test_seeds
 from dagopt.schedule import solve
 
 
@@ -42,32 +42,26 @@ def run_one(size: int, seed: int, method: str, time_limit: float | None) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
-    parser.add_argument(
-        "--limits", type=float, nargs="+", default=[10.0, 60.0], help="anytime's limit per size"
-    )
-    parser.add_argument("--graphs", type=int, default=1, help="held-out graphs per size")
+    add_scale_arguments(parser)
     args = parser.parse_args(argv)
-    if len(args.limits) != len(args.sizes):
-        parser.error("give one --limits value per --sizes value")
+    runs = scale_runs(parser, args)
     header = ["graph", "nodes", "edges", "generate s", "method", "peak", "% vs inductor"]
     header += ["s", "setup s", "peak RSS MB"]
     print(markdown_row(header))
     print(markdown_rule("lrrrlrrrrr"))
-    for size, limit in zip(args.sizes, args.limits, strict=True):
-        for seed in test_seeds(args.graphs):
-            inductor = in_fresh_process(run_one, size, seed, "inductor", None)
-            runs = [
-                ("inductor", inductor),
-                (f"anytime {limit:g} s", in_fresh_process(run_one, size, seed, "anytime", limit)),
-            ]
-            for label, run in runs:
-                row = [f"layered seed {seed}", f"{size:,}", f"{run['edges']:,}"]
-                row += [format_seconds(run["generate_s"]), label, f"{run['peak']:.6g}"]
-                row += [f"{change_percent(run['peak'], inductor['peak']):.3f}"]
-                row += [format_seconds(run["seconds"]), format_seconds(run["setup_s"])]
-                row += [f"{run['rss_mb']:.0f}"]
-                print(markdown_row(row), flush=True)
+    for size, limit, seed in runs:
+        inductor = in_fresh_process(run_one, size, seed, "inductor", None)
+        results = [
+            ("inductor", inductor),
+            (f"anytime {limit:g} s", in_fresh_process(run_one, size, seed, "anytime", limit)),
+        ]
+        for label, run in results:
+            row = [f"layered seed {seed}", f"{size:,}", f"{run['edges']:,}"]
+            row += [format_seconds(run["generate_s"]), label, f"{run['peak']:.6g}"]
+            row += [f"{change_percent(run['peak'], inductor['peak']):.3f}"]
+            row += [format_seconds(run["seconds"]), format_seconds(run["setup_s"])]
+            row += [f"{run['rss_mb']:.0f}"]
+            print(markdown_row(row), flush=True)
     return 0
 
 
