@@ -2,12 +2,15 @@
 Topoformer priority model, its autoregressive ablation and the REGAL policies, with
 BRKGA's default parameters as ``brkga-tuned``) in a ``DAGOPT_MODEL_DIR``, so the
 methods that load a model run in every test without depending on training
-(the sparse Topoformer of ``anytime --guide`` included)."""
+(the sparse Topoformer of ``anytime --guide`` included). The TGraph rankers are small
+and fast, so the shipped ones are copied there as they are."""
+
+import shutil
 
 import pytest
 import torch
 
-from dagopt.models import MODEL_DIR_ENV, model_path
+from dagopt.models import MODEL_DIR_ENV, MODEL_FILES, model_path
 from dagopt.nn.ar_decoder import ARConfig, ARPolicy
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.encoders import EncoderConfig, PriorityModel
@@ -23,8 +26,12 @@ TINY_REGAL = RegalConfig(hidden=8, rounds=1, mlp_layers=1)
 def tiny_models(tmp_path_factory):
     """The model folder of the tests, laid out like ``dagopt.models``."""
     root = tmp_path_factory.mktemp("models")
+    rankers = {name: model_path(name) for name in MODEL_FILES if name.startswith("tgraph-")}
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(MODEL_DIR_ENV, str(root))
+        for name, shipped in rankers.items():
+            model_path(name).parent.mkdir(parents=True)
+            shutil.copyfile(shipped, model_path(name))
         torch.manual_seed(0)
         save_model(
             model_path("topoformer-ordering"), PriorityModel(TINY_ENCODER), {"purpose": "tests"}

@@ -17,7 +17,7 @@ from dagopt.generate.tpugraphs import (
     write_synthetic_collection,
 )
 from dagopt.io.tpugraphs import read_submission
-from dagopt.models import MODEL_DIR_ENV, model_path
+from dagopt.models import model_path
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
@@ -349,11 +349,10 @@ def test_planted_runtimes_follow_their_rule(tmp_path):
 MEASURED = Path(__file__).resolve().parents[1] / "datasets" / "configs"
 
 
-def test_rank_uses_the_model_shipped_for_the_collection(monkeypatch):
+def test_rank_uses_the_model_shipped_for_the_collection():
     """Without --model, ``dagopt rank`` uses the shipped model of the file's collection
     (a tile file's is tile:xla; a layout file names its collection). The shipped
-    TGraph models themselves, not the tests' stand-ins: they are small and fast."""
-    monkeypatch.delenv(MODEL_DIR_ENV)
+    TGraph models themselves (tests/conftest.py copies them)."""
     tile = sorted((MEASURED / "npz/tile/xla/test").glob("*.npz"))[0]
     result = dagopt("rank", tile, "--top", "3", "--tta", "2")
     assert result.exit_code == 0, result.output
@@ -365,11 +364,10 @@ def test_rank_uses_the_model_shipped_for_the_collection(monkeypatch):
 
 
 @pytest.mark.parametrize("collection", ["layout:nlp:random", "layout:xla:default"])
-def test_shipped_models_rank_held_out_graphs_well_above_chance(collection, monkeypatch):
+def test_shipped_models_rank_held_out_graphs_well_above_chance(collection):
     """The shipped layout models on the held-out architectures of the measured dataset
     (their test split, never trained on): a mean Kendall tau far from chance (0), as
     measured in docs/tgraph.md; a broken or untrained model fails this."""
-    monkeypatch.delenv(MODEL_DIR_ENV)
     model = load_ranker(model_path(shipped_model_name(collection)))
     graphs = load_graphs(MEASURED, collection, ["test"], deduplicate=False)
     assert evaluate(model, graphs, permutations=2) > 0.3

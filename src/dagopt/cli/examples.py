@@ -17,7 +17,8 @@ def examples(
     ] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace files already there.")] = False,
 ) -> None:
-    """Write the example files (a graph, a small ONNX CNN, quick training configs) to DIR."""
+    """Write the example files (a graph, a small ONNX CNN, quick training configs, two
+    TpuGraphs files) to DIR."""
     targets = [out / name for name in EXAMPLE_FILES]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:

@@ -4,12 +4,22 @@
 - ``small-cnn.onnx``: a small residual CNN with random weights
   (``examples/make_small_cnn.py`` rebuilds it);
 - ``ordering-quick.json``, ``regal-quick.json``: training configs of a minute or two on
-  a CPU, to try ``dagopt train ordering`` and ``dagopt train placement``.
+  a CPU, to try ``dagopt train ordering`` and ``dagopt train placement``;
+- ``tile-kernel.npz``, ``layout-program.npz``: two TpuGraphs files of the measured
+  configuration dataset's test split (``datasets/configs``: a Swin-T dense kernel with
+  64 tilings, a Swin-T attention program with 200 layouts), for ``dagopt rank``.
 """
 
 from importlib import resources
 
-EXAMPLE_FILES = ("tiny.json", "small-cnn.onnx", "ordering-quick.json", "regal-quick.json")
+EXAMPLE_FILES = (
+    "tiny.json",
+    "small-cnn.onnx",
+    "ordering-quick.json",
+    "regal-quick.json",
+    "tile-kernel.npz",
+    "layout-program.npz",
+)
 
 
 def example_bytes(name: str) -> bytes:
