@@ -34,6 +34,8 @@ def test_shipped_models_are_package_data_and_load(monkeypatch):
     sparse, meta = load_model(model_path("topoformer-sparse-ordering"), expected=PriorityModel)
     assert sparse.config.kind == "topoformer-sparse" and sparse.config.pe == "laplacian-fast"
     assert meta["trained_epochs"] >= 1
+    mixed, meta = load_model(model_path("topoformer-mix-ordering"), expected=PriorityModel)
+    assert mixed.config == sparse.config and meta["config"]["mix"]["layered"] == 0.5
     for objective in ("runtime", "peak-memory"):
         policy, meta = load_model(model_path(f"regal-{objective}"), expected=RegalPolicy)
         assert meta["objective"] == objective and policy.config.num_devices == 2

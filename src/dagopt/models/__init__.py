@@ -24,6 +24,7 @@ MODEL_FILES = {
     "topoformer-ordering": "topoformer-ordering/model.pt",
     "topoformer-ar-ordering": "topoformer-ar-ordering/model.pt",
     "topoformer-sparse-ordering": "topoformer-sparse-ordering/model.pt",
+    "topoformer-mix-ordering": "topoformer-mix-ordering/model.pt",
     "regal-runtime": "regal-runtime/model.pt",
     "regal-peak-memory": "regal-peak-memory/model.pt",
     "brkga-tuned": "brkga-tuned.json",

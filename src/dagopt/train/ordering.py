@@ -11,6 +11,11 @@ validation set improves. ``model.pt`` holds the best policy on validation so far
 uninterrupted one. ``fit`` (``dagopt.train.loop``) owns epochs, files and resume.
 With ``decoder="autoregressive"`` the policy is the appendix-B ablation
 (``dagopt.nn.ar_decoder.ARPolicy``) and everything else stays the same.
+
+``mix`` (``dagopt.train.mix``) draws part of each epoch's graphs from real models'
+training graphs and validates on real graphs too, with every peak divided by Inductor's
+on the same graph; ``init_model`` starts the policy from a trained model's weights
+(fine-tuning). Both are off by default: such a run is the paper's.
 """
 
 from collections.abc import Callable, Sequence
@@ -39,7 +44,9 @@ from dagopt.rl.baselines import (
     NoBaseline,
 )
 from dagopt.rl.reinforce import Environment, policy_gradient_loss
+from dagopt.schedule.neural import file_or_shipped, load_model
 from dagopt.schedule.priority import greedy_order, sample_orders
+from dagopt.train import mix as graph_mix
 from dagopt.train import rundir
 from dagopt.train.loop import Progress, Trainer, batch_slices, fit
 
@@ -80,6 +87,8 @@ class OrderingTrainConfig(Config):
     baseline: str = "greedy-rollout"
     decoder: str = "priority"
     seed: int = 0
+    mix: dict[str, float] = field(default_factory=dict)
+    init_model: str = ""
 
     def __post_init__(self) -> None:
         positive = ("graph_nodes", "epoch_graphs", "batch_size", "epochs", "validation_graphs")
@@ -98,12 +107,22 @@ class OrderingTrainConfig(Config):
             raise InputError(f"decoder must be one of {', '.join(DECODERS)}, got {self.decoder!r}")
         if self.decoder == "autoregressive":
             ARConfig(encoder=self.encoder)  # its glimpse heads must divide the width
+        graph_mix.check_mix(self.mix)
+        if self.init_model and self.decoder != "priority":
+            raise InputError("init_model needs the priority decoder")
 
     def make_policy(self) -> Policy:
-        """A fresh (randomly initialised) policy of this run's encoder and decoder."""
+        """A fresh policy of this run's encoder and decoder: randomly initialised, or with
+        the weights of ``init_model`` (a priority model file or shipped model name)."""
         if self.decoder == "autoregressive":
             return ARPolicy(ARConfig(encoder=self.encoder))
-        return PriorityModel(self.encoder, alpha=self.alpha)
+        policy = PriorityModel(self.encoder, alpha=self.alpha)
+        if self.init_model:
+            start = load_model(file_or_shipped(self.init_model))
+            if start.config != self.encoder:
+                raise InputError(f"init_model {self.init_model!r} has another encoder config")
+            policy.load_state_dict(start.state_dict())
+        return policy
 
 
 @dataclass(frozen=True)
@@ -151,29 +170,41 @@ def greedy_cost(model: Policy, graph: Graph, inputs: GraphInputs | None = None) 
 
 
 class PeakMemoryEnv(Environment):
-    """The ordering environment: an order's reward is ``-peak_memory`` (eq. 1-3)."""
+    """The ordering environment: an order's reward is ``-peak_memory`` (eq. 1-3), divided
+    by ``scale(graph)`` when a scale is given (a mixed run: ``dagopt.train.mix``)."""
+
+    def __init__(self, scale: Callable[[Graph], float] | None = None) -> None:
+        self.scale = scale
+
+    def cost(self, graph: Graph, peak: float) -> float:
+        return peak / self.scale(graph) if self.scale is not None else peak
 
     def reward(self, instance: Graph, action: np.ndarray) -> float:
-        return -peak_memory(instance, action)
+        return -self.cost(instance, peak_memory(instance, action))
 
     def greedy_rewards(
         self, policy: Policy, batch: Sequence[tuple[Graph, GraphInputs]]
     ) -> torch.Tensor:
         """Rewards of ``policy``'s greedy orders on ``(graph, inputs)`` pairs."""
-        costs = [greedy_cost(policy, graph, inputs) for graph, inputs in batch]
+        costs = [self.cost(graph, greedy_cost(policy, graph, inputs)) for graph, inputs in batch]
         return -torch.tensor(costs, dtype=torch.float64)
 
 
 def reinforce_loss(
-    policy: Policy, baseline: Baseline, graphs: list[Graph], rng: np.random.Generator
+    policy: Policy,
+    baseline: Baseline,
+    graphs: list[Graph],
+    rng: np.random.Generator,
+    env: PeakMemoryEnv | None = None,
 ) -> tuple[torch.Tensor, float, float]:
     """The policy-gradient loss of one batch, one sampled order per graph (eq. 9).
 
     Each graph's positional encodings get random sign flips; a greedy-rollout baseline
     sees the same inputs as the policy, so the advantage compares the two policies on
-    one input. Returns the loss, the mean sampled peak and the mean baseline peak.
+    one input. Returns the loss, the mean sampled peak and the mean baseline peak (both
+    divided by ``env``'s scale when it has one).
     """
-    env = PeakMemoryEnv()
+    env = env if env is not None else PeakMemoryEnv()
     log_probs, rewards, batch = [], [], []
     for graph in graphs:
         inputs = encoder_inputs(graph, policy.encoder.config, sign_flip=rng)
@@ -187,10 +218,14 @@ def reinforce_loss(
     return loss, -float(reward.mean()), -float(value.mean())
 
 
-def mean_greedy_cost(model: Policy, graphs: list[tuple[Graph, GraphInputs]]) -> float:
-    """Mean greedy peak over featurised graphs (``(graph, inputs)`` pairs)."""
+def mean_greedy_cost(
+    model: Policy, graphs: list[tuple[Graph, GraphInputs]], env: PeakMemoryEnv | None = None
+) -> float:
+    """Mean greedy peak over featurised graphs (``(graph, inputs)`` pairs), each divided
+    by ``env``'s scale when it has one."""
     model.eval()
-    return float(np.mean([greedy_cost(model, g, inputs) for g, inputs in graphs]))
+    env = env if env is not None else PeakMemoryEnv()
+    return float(np.mean([env.cost(g, greedy_cost(model, g, inputs)) for g, inputs in graphs]))
 
 
 class OrderingTrainer(Trainer):
@@ -204,7 +239,8 @@ class OrderingTrainer(Trainer):
         self.run_dir, self.config = run_dir, config
         torch.manual_seed(config.seed)
         self.policy = config.make_policy()
-        self.env = PeakMemoryEnv()
+        self.scales: dict[int, float] = {}  # the real graphs' reference peaks, by id
+        self.env = PeakMemoryEnv(self._scale if config.mix else None)
         self.baseline: Baseline = {
             "greedy-rollout": lambda: GreedyRolloutBaseline(self.policy, self.env.greedy_rewards),
             "exponential": ExponentialBaseline,
@@ -216,6 +252,32 @@ class OrderingTrainer(Trainer):
         for s in validation_seeds(config.validation_graphs):
             graph = generate_layered(config.graph_nodes, seed=s)
             self.validation.append((graph, encoder_inputs(graph, config.encoder)))
+        self.real: dict[str, list[Graph]] = {}
+        self.real_validation: list[tuple[Graph, GraphInputs]] = []
+        if config.mix:
+            for source in graph_mix.source_counts(config.mix, config.epoch_graphs):
+                if source != "layered":
+                    self.real[source] = graph_mix.load_graphs(graph_mix.TRAINING_GRAPHS[source])
+            for graph in graph_mix.load_graphs(graph_mix.VALIDATION_GRAPHS):
+                self.real_validation.append((graph, encoder_inputs(graph, config.encoder)))
+            for graph in [g for pool in self.real.values() for g in pool] + [
+                g for g, _ in self.real_validation
+            ]:
+                self.scales[id(graph)] = graph_mix.reference_peak(graph)
+
+    def _scale(self, graph: Graph) -> float:
+        """Inductor's peak on ``graph``: cached for the run's real graphs (alive all run,
+        so their ids are never reused), computed for fresh layered ones."""
+        scale = self.scales.get(id(graph))
+        return scale if scale is not None else graph_mix.reference_peak(graph)
+
+    def validation_cost(self, model: Policy) -> float:
+        """The mean greedy peak on the validation graphs; in a mixed run the mean of the
+        layered and the real graphs' means of peak over Inductor's."""
+        cost = mean_greedy_cost(model, self.validation, self.env)
+        if self.real_validation:
+            cost = (cost + mean_greedy_cost(model, self.real_validation, self.env)) / 2
+        return cost
 
     @property
     def best_model(self) -> Policy:
@@ -225,14 +287,14 @@ class OrderingTrainer(Trainer):
         return self.policy
 
     def start(self, progress: Progress | None) -> None:
-        self.best = mean_greedy_cost(self.policy, self.validation)
+        self.best = self.validation_cost(self.policy)
         if isinstance(self.baseline, GreedyRolloutBaseline):
             self.baseline.score = self.best
 
     def _update(self, graphs: list[Graph], rng: np.random.Generator) -> tuple[float, float]:
         """One policy-gradient step; returns the mean sampled and baseline peaks."""
         self.policy.train()
-        loss, cost, base = reinforce_loss(self.policy, self.baseline, graphs, rng)
+        loss, cost, base = reinforce_loss(self.policy, self.baseline, graphs, rng, self.env)
         self.optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)
@@ -245,9 +307,14 @@ class OrderingTrainer(Trainer):
         torch.manual_seed(c.seed * 1_000_003 + epoch)
         costs, base_costs = [], []
         slices = list(batch_slices(c.epoch_graphs, c.batch_size))
+        real = self._real_draws(epoch)
         for b, part in enumerate(slices):
             graphs = [
-                generate_layered(c.graph_nodes, seed=training_seed(0, epoch, c.epoch_graphs, i))
+                real[i]
+                if real[i] is not None
+                else generate_layered(
+                    c.graph_nodes, seed=training_seed(0, epoch, c.epoch_graphs, i)
+                )
                 for i in range(part.start, part.stop)
             ]
             cost, base = self._update(graphs, rng)
@@ -259,7 +326,7 @@ class OrderingTrainer(Trainer):
                 )
         lr = self.optimizer.param_groups[0]["lr"]
         self.schedule.step()
-        validation_cost = mean_greedy_cost(self.policy, self.validation)
+        validation_cost = self.validation_cost(self.policy)
         updated = self.baseline.epoch_end(self.policy, validation_cost)
         self.best = min(self.best, validation_cost)
         meta = {"trained_epochs": epoch + 1, "validation_cost": self.best, "config": c.to_dict()}
@@ -274,6 +341,24 @@ class OrderingTrainer(Trainer):
             lr=lr,
             seconds=0.0,
         )
+
+    def _real_draws(self, epoch: int) -> list[Graph | None]:
+        """Epoch ``epoch``'s graph slots: a real graph (drawn with replacement from its
+        source's training graphs) or ``None`` for a fresh layered graph, shuffled so that
+        batches mix the sources; all ``None`` without a mix."""
+        c = self.config
+        if not c.mix:
+            return [None] * c.epoch_graphs
+        rng = np.random.default_rng([c.seed, epoch, len(graph_mix.MIX_SOURCES)])
+        slots: list[Graph | None] = []
+        for source, count in graph_mix.source_counts(c.mix, c.epoch_graphs).items():
+            pool = self.real.get(source)
+            slots += (
+                [None] * count
+                if pool is None
+                else [pool[i] for i in rng.integers(0, len(pool), count)]
+            )
+        return [slots[i] for i in rng.permutation(len(slots))]
 
     def parts(self) -> dict[str, Any]:
         return {

@@ -380,7 +380,9 @@ MODELS: tuple[ZooModel, ...] = (
 )
 
 
-def _multibranch_model(name: str, description: str, build_name: str, *args: int) -> ZooModel:
+def _multibranch_model(
+    name: str, description: str, build_name: str, *args: int, held_out: bool = True
+) -> ZooModel:
     def build() -> "torch.nn.Module":
         from dagopt.zoo import multibranch
 
@@ -392,7 +394,7 @@ def _multibranch_model(name: str, description: str, build_name: str, *args: int)
         f"{description} (dagopt.zoo.multibranch.{build_name}); logits",
         _images(batch=HELD_OUT_BATCH),
         _multibranch(build),
-        held_out=True,
+        held_out=held_out,
     )
 
 
@@ -441,7 +443,23 @@ HELD_OUT_MODELS: tuple[ZooModel, ...] = (
     ),
 )
 
-_BY_NAME = {model.name: model for model in MODELS + HELD_OUT_MODELS}
+#: Multi-branch CNNs for training ordering policies (``dagopt.train.mix``): RandWire-WS
+#: with graph seeds the held-out set does not use and 16 nodes per stage (about 3,000
+#: graph nodes at batch 2, 64 x 64), so nothing of ``HELD_OUT_MODELS`` is trained on.
+TRAINING_CNNS: tuple[ZooModel, ...] = tuple(
+    _multibranch_model(
+        f"randwire-ws16-{seed}",
+        f"RandWire-WS, 16 nodes per stage, graph seed {seed} (training only)",
+        "randwire_ws",
+        seed,
+        1000,
+        16,
+        held_out=False,
+    )
+    for seed in (3, 4, 5, 6)
+)
+
+_BY_NAME = {model.name: model for model in MODELS + HELD_OUT_MODELS + TRAINING_CNNS}
 
 
 def model_names(held_out: bool = False) -> list[str]:
@@ -455,5 +473,5 @@ def get_model(name: str) -> ZooModel:
     try:
         return _BY_NAME[name]
     except KeyError:
-        known = model_names() + model_names(held_out=True)
+        known = model_names() + model_names(held_out=True) + [m.name for m in TRAINING_CNNS]
         raise InputError(f"unknown zoo model {name!r} (models: {', '.join(known)})") from None
