@@ -18,17 +18,13 @@ from dagopt.train.ordering import (
 )
 from dagopt.zoo import HELD_OUT_MODELS
 from dagopt.zoo.models import TRAINING_CNNS, get_model
-
-TINY = EncoderConfig(dim=16, layers=1, heads_per_group=(1,) * 7, head_dim=8)
+from test_train import TINY
+from test_train import tiny_config as base_config
 
 
 def tiny_config(**changes) -> OrderingTrainConfig:
-    values = dict(
-        encoder=TINY, graph_nodes=12, epoch_graphs=8, batch_size=4, epochs=1,
-        validation_graphs=2, lr=1e-3,
-    )  # fmt: skip
-    values.update(changes)
-    return OrderingTrainConfig(**values)
+    """``test_train``'s tiny run, one epoch and two validation graphs."""
+    return base_config(**{"epochs": 1, "validation_graphs": 2, **changes})
 
 
 @pytest.mark.parametrize(
