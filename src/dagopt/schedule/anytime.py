@@ -377,19 +377,17 @@ def anytime_order(
     start = time.perf_counter()
     deadline = start + time_limit
     n = graph.num_nodes
-    anchor, chosen, _ = inductor_best_order(graph, keep_outputs=keep_outputs)
+    anchor, chosen, peaks = inductor_best_order(graph, keep_outputs=keep_outputs)
+    anchor_peak = peaks[chosen]
     guided = {}
     if guide is not None and n:
         guided = {"guide seconds": -time.perf_counter()}
         order = guide_order(graph, guide)
         guided["guide seconds"] += time.perf_counter()
-        guided["guide % vs inductor"] = 100 * (
-            peak_memory(graph, order, keep_outputs=keep_outputs)
-            / peak_memory(graph, anchor, keep_outputs=keep_outputs)
-            - 1
-        )
-        if guided["guide % vs inductor"] < 0:
-            anchor, chosen = order, "guide"
+        guide_peak = peak_memory(graph, order, keep_outputs=keep_outputs)
+        guided["guide % vs inductor"] = 100 * (guide_peak / anchor_peak - 1)
+        if guide_peak < anchor_peak:
+            anchor, chosen, anchor_peak = order, "guide", guide_peak
     if n == 0:
         return anchor, True, {"start": chosen}
     incumbent = Incumbent(anchor, float("inf"), start, trace)
@@ -416,9 +414,7 @@ def anytime_order(
     proved = any(c.get("proved", False) for c in all_counts)
     # The kernels sum in another order than ``peak_memory``: never return an order the
     # objective finds worse than the start, even by a rounding error.
-    if peak_memory(graph, best, keep_outputs=keep_outputs) > peak_memory(
-        graph, anchor, keep_outputs=keep_outputs
-    ):
+    if peak_memory(graph, best, keep_outputs=keep_outputs) > anchor_peak:
         best, proved = anchor, False
     info = {"start": chosen, **guided, "threads": threads}
     info["beam_width"] = all_counts[0]["beam_width"]
