@@ -1,0 +1,154 @@
+"""Closure moves for ``anytime``: move a node together with the part of its ancestor
+(or descendant) cone that stands in the way (numba kernels).
+
+A single node move (``anytime_kernels.best_node_move``) can take node ``c`` no earlier
+than its last predecessor. A *pull* takes ``c`` to step ``p`` with every ancestor of
+``c`` run in steps ``[p, i)`` (``i`` the step of ``c``), keeping their relative order:
+the new steps ``[p, i]`` run those ancestors, then ``c``, then the other nodes of the
+stretch in their order. A *push* is its mirror: node ``v`` at step ``i`` goes to step
+``q`` after every descendant of ``v`` run in ``(i, q]``: the stretch runs the other
+nodes first, then ``v``, then those descendants. Both keep the order topological and
+change the memory profile (paper 000, eq. 1-3) only over the stretch, which is scored
+by replaying it from the live memory entering it (``stretch_profile``) in
+O(stretch + its in-edges). This moves a branch as a whole: a consumer of a tensor
+that is live at the peak runs before the peak with the few nodes it needs, or a
+producer runs after it with its few consumers.
+"""
+
+import numpy as np
+from numba import njit
+
+from dagopt.schedule.anytime_kernels import better, now
+
+
+@njit(cache=True, nogil=True)
+def stretch_profile(seq, a, b, last, after, pred_ptr, pred_idx, mem, run, alive, count, out):
+    """Fill ``out[: b - a + 1]`` with ``M_t`` of steps ``a..b`` run as ``seq`` (the same
+    nodes as the current steps ``a..b``, in a new topological order). An output whose
+    last consumer is in the stretch (``a <= last <= b``) is freed at the new step of
+    its last consumer there; ``count`` is a zeroed array of ``n`` ints, left zeroed."""
+    length = b - a + 1
+    for t in range(length):
+        x = seq[t]
+        for k in range(pred_ptr[x], pred_ptr[x + 1]):
+            u = pred_idx[k]
+            if a <= last[u] <= b:
+                count[u] += 1
+    live = after[a - 1] if a > 0 else 0.0
+    for t in range(length):
+        x = seq[t]
+        out[t] = live + run[x]
+        live += alive[x]
+        for k in range(pred_ptr[x], pred_ptr[x + 1]):
+            u = pred_idx[k]
+            if a <= last[u] <= b:
+                count[u] -= 1
+                if count[u] == 0:
+                    live -= mem[u]
+
+
+@njit(cache=True, nogil=True)
+def _score(seq, a, b, last, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
+           mem, run, alive, tau, count, profile):  # fmt: skip
+    """``(peak, excess)`` of the whole order with steps ``a..b`` run as ``seq``."""
+    n = suffix_max.size
+    stretch_profile(seq, a, b, last, after, pred_ptr, pred_idx, mem, run, alive, count, profile)
+    peak = prefix_max[a - 1] if a > 0 else -np.inf
+    if b + 1 < n:
+        peak = max(peak, suffix_max[b + 1])
+    excess = excess_sum[n] - (excess_sum[b + 1] - excess_sum[a])
+    for t in range(b - a + 1):
+        peak = max(peak, profile[t])
+        excess += max(0.0, profile[t] - tau)
+    return peak, excess
+
+
+@njit(cache=True, nogil=True)
+def _mark_cone(order, pos, i, lo, hi, ptr, idx, stamp, mark, stack):
+    """Mark (``mark[x] = stamp``) the nodes of steps ``[lo, hi]`` reachable from
+    ``order[i]`` along ``ptr``/``idx`` (predecessors: its ancestors; successors: its
+    descendants) through nodes of those steps."""
+    top = 0
+    stack[top] = order[i]
+    top += 1
+    while top:
+        top -= 1
+        x = stack[top]
+        for k in range(ptr[x], ptr[x + 1]):
+            y = idx[k]
+            if lo <= pos[y] <= hi and mark[y] != stamp:
+                mark[y] = stamp
+                stack[top] = y
+                top += 1
+
+
+@njit(cache=True, nogil=True)
+def _arrange(order, a, b, first, stamp, mark, seq):
+    """``seq[: b - a + 1]``: the nodes of steps ``a..b``, marked ones first (``first``)
+    or last, each group in its current order."""
+    got = 0
+    for want in (first, not first):
+        for t in range(a, b + 1):
+            if (mark[order[t]] == stamp) == want:
+                seq[got] = order[t]
+                got += 1
+
+
+@njit(cache=True, nogil=True)
+def best_closure_move(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
+    succ_ptr, succ_idx, mem, run, alive, tau, hot, distances, start, deadline, mark, count,
+    stack, seq, profile, best_seq,
+):  # fmt: skip
+    """The best pull or push (module docstring) by ``(peak, excess over tau)`` over every
+    node and every stretch length of ``distances`` (increasing) whose stretch holds a
+    step at or above ``hot``; returns ``(a, b, peak, excess)`` with the new steps
+    ``a..b`` in ``best_seq``, ``a = -1`` when none improves on the current order. Nodes
+    are visited from step ``start`` on until ``deadline`` (``perf_counter`` seconds)
+    has passed. ``mark`` (ints, any values), ``count`` (zeroed ints) and the other
+    buffers hold ``n`` entries."""
+    n = order.size
+    mark[:] = 0
+    hot_next = np.empty(n, dtype=np.int64)  # the next step with M_t >= hot
+    nxt = n
+    for t in range(n - 1, -1, -1):
+        if during[t] >= hot:
+            nxt = t
+        hot_next[t] = nxt
+    current_peak = prefix_max[n - 1]
+    best_peak, best_excess = current_peak, excess_sum[n]
+    best_a, best_b = -1, -1
+    stamp = 0
+    for offset in range(n):
+        if offset % 64 == 63 and now() > deadline:
+            break
+        i = (start + offset) % n
+        for pull in (True, False):
+            reach = distances[-1]
+            lo, hi = (max(0, i - reach), i) if pull else (i, min(n - 1, i + reach))
+            if hot_next[lo] > hi:
+                continue
+            stamp += 1
+            mark[order[i]] = stamp
+            if pull:
+                _mark_cone(order, pos, i, lo, hi, pred_ptr, pred_idx, stamp, mark, stack)
+            else:
+                _mark_cone(order, pos, i, lo, hi, succ_ptr, succ_idx, stamp, mark, stack)
+            for d in distances:
+                a, b = (i - d, i) if pull else (i, i + d)
+                if a < 0 or b >= n:
+                    break
+                if hot_next[a] > b:
+                    continue
+                # the node at the far end must stay: else this is a shorter move's order
+                if mark[order[a if pull else b]] == stamp:
+                    continue
+                _arrange(order, a, b, pull, stamp, mark, seq)
+                peak, excess = _score(
+                    seq, a, b, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+                    pred_idx, mem, run, alive, tau, count, profile,
+                )  # fmt: skip
+                if better(peak, excess, best_peak, best_excess, current_peak):
+                    best_peak, best_excess, best_a, best_b = peak, excess, a, b
+                    best_seq[: b - a + 1] = seq[: b - a + 1]
+    return best_a, best_b, best_peak, best_excess

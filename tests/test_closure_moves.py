@@ -1,0 +1,97 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dagopt import Graph
+from dagopt.objectives import memory_profile
+from dagopt.schedule import anytime_kernels as kernels
+from dagopt.schedule.anytime import Search
+from dags import dags
+from test_anytime import _random_topological_order, _score
+
+EVERY_DISTANCE = np.arange(1, 13)
+
+
+def _cone(graph: Graph, order: np.ndarray, i: int, lo: int, hi: int, up: bool) -> set[int]:
+    """The ancestors (``up``) or descendants of ``order[i]`` run in steps ``[lo, hi]``,
+    found by walking the graph."""
+    pos = np.argsort(order)
+    step = graph.predecessors if up else graph.successors
+    seen, todo = set(), [int(order[i])]
+    while todo:
+        for y in step(todo.pop()):
+            if lo <= pos[y] <= hi and int(y) not in seen:
+                seen.add(int(y))
+                todo.append(int(y))
+    return seen | {int(order[i])}
+
+
+def _closure_moves(graph: Graph, order: np.ndarray, distances: np.ndarray):
+    """Every pull and push of ``distances`` steps: ``(a, b, new order)``."""
+    n = order.size
+    for i in range(n):
+        for d in distances:
+            for pull in (True, False):
+                a, b = (i - d, i) if pull else (i, i + d)
+                if a < 0 or b >= n:
+                    continue
+                cone = _cone(graph, order, i, a, b, up=pull)
+                if int(order[a if pull else b]) in cone:
+                    continue  # the same order as a shorter move
+                inside = [int(v) in cone for v in order[a : b + 1]]
+                first = [v for v, c in zip(order[a : b + 1], inside, strict=True) if c == pull]
+                then = [v for v, c in zip(order[a : b + 1], inside, strict=True) if c != pull]
+                moved = order.copy()
+                moved[a : b + 1] = first + then
+                yield a, b, moved
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(min_nodes=2, max_nodes=12, integer_sizes=False), st.booleans(), st.integers(0, 99))
+def test_closure_move_is_the_best_pull_or_push_by_full_recomputation(g, keep, seed):
+    """Every pull or push keeps the order topological, and ``best_closure`` picks the
+    one of least ``(peak, excess)``, scored as a full recomputation scores it."""
+    order = _random_topological_order(g, np.random.default_rng(seed))
+    search = Search(g, order, keep_outputs=keep, ratio=0.9)
+    tau = search.tau
+    current = _score(g, order, keep, tau)
+    best, tolerance = current, kernels.RELATIVE_TOLERANCE * current[0]
+    for a, b, moved in _closure_moves(g, order, EVERY_DISTANCE):
+        assert g.is_topological(moved)
+        if not (search.during[a : b + 1] >= 0.9 * search.peak).any():
+            continue
+        score = _score(g, moved, keep, tau)
+        if score[0] < best[0] - tolerance or (
+            score[0] <= best[0] + tolerance and score[1] < best[1] - tolerance
+        ):
+            best = score
+    a, b, peak, excess = search.best_closure(0, np.inf, distances=EVERY_DISTANCE, ratio=0.9)
+    if a < 0:
+        assert best == current
+        return
+    moved = order.copy()
+    moved[a : b + 1] = search.window_out[: b - a + 1]
+    assert g.is_topological(moved)
+    assert _score(g, moved, keep, tau) == pytest.approx((peak, excess), rel=1e-9, abs=1e-9)
+    assert (peak, excess) == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+def test_push_lowers_a_peak_where_no_node_move_does():
+    """At this order's peak node 2 and its consumer 5 (a sink) are both live. No single
+    node move lowers the peak (2 cannot pass 5; 5 moved later keeps 2 alive), but
+    pushing 2 with its descendant 5 after nodes 3 and 4 does (found by a random search
+    for node-move local optima)."""
+    g = Graph(
+        6,
+        [0, 1, 0, 1, 3, 1, 2],
+        [1, 2, 3, 3, 4, 5, 5],
+        mem=[5.0, 5.0, 10.0, 10.0, 9.0, 10.0],
+    )
+    search = Search(g, np.array([0, 1, 2, 5, 3, 4]), keep_outputs=False)
+    assert search.peak == 30.0
+    assert search.best_move(0)[0] == -1
+    assert search.closure_move(0, np.inf)
+    assert list(search.order) == [0, 1, 3, 4, 2, 5]
+    assert g.is_topological(search.order)
+    assert memory_profile(g, search.order, keep_outputs=False).during.max() == 25.0
