@@ -150,6 +150,7 @@ def test_extra_architectures_are_a_plan_of_their_own_in_train(root):
     assert base == plan_graphs("layout-xla", root, BuildOptions(graphs=8))
     for kind, models in EXTRA_MODELS.items():
         assert not set(models) & {m for held in SPLITS[kind].values() for m in held}
+    assert nlp_graph(LINEAR_LAYER, 1, 0, 10**6) is None  # MobileViT-S: 1 token // 4
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, extra=True))
     assert path.parent.name == "train" and path.name.startswith("mobilevit-small.")
 

@@ -20,7 +20,7 @@ done
 for variant in random default; do
   dagopt generate configs --collection layout-xla --variant "$variant" --extra --graphs 24 \
     --out datasets/configs
-  dagopt generate configs --collection layout-nlp --variant "$variant" --extra --graphs 16 \
+  dagopt generate configs --collection layout-nlp --variant "$variant" --extra --graphs 14 \
     --out datasets/configs
 done
 dagopt generate configs --collection tile --extra --graphs 35 --out datasets/configs
