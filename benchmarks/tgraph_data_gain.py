@@ -8,7 +8,7 @@ For each collection and variant trained in both folders (``<work>/<collection>/<
 model.pt``), the two ensembles score the split's graphs with the same test-time
 augmentation (``dagopt.rank.tgraph.graph_scores``: Kendall tau for layout, eq. 10 for
 tile); a row gives both means and the per-graph gain with the paired bootstrap interval
-of ``tgraph_table2.paired_interval`` (95 %, 2,000 resamples of the graphs).
+of ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs).
 """
 
 import argparse
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import torch
 
+from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.io.tpugraphs import COLLECTIONS
 from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import load_graphs
-from tgraph_table2 import VARIANTS, paired_interval
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,11 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("llrrrr"))
     for collection in args.collections:
         graphs = None
-        for variant in VARIANTS:
-            runs = [
-                work / collection.replace(":", "-") / variant for work in (args.before, args.after)
-            ]
-            if not all((run / "model.pt").is_file() for run in runs):
+        folder = collection.replace(":", "-")
+        for variant in sorted(p.parent.name for p in (args.after / folder).glob("*/model.pt")):
+            runs = [work / folder / variant for work in (args.before, args.after)]
+            if not (runs[0] / "model.pt").is_file():
                 continue
             graphs = graphs or load_graphs(args.data, collection, [args.split], deduplicate=False)
             before, after = (
