@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
@@ -82,16 +83,6 @@ def score_cell(run: Path, graphs, tta: int) -> tuple[str, np.ndarray]:
     folds = [evaluate(member, graphs, permutations=tta) for member in ensemble.members]
     spread = f" ({np.mean(folds):.4f} +- {np.std(folds):.4f})" if len(folds) > 1 else ""
     return f"{np.mean(per_graph):.4f}{spread}", per_graph
-
-
-def paired_interval(with_: np.ndarray, without: np.ndarray, seed: int) -> str:
-    """Mean per-graph gain and its 95 % paired bootstrap interval (2,000 resamples of
-    the scored graphs)."""
-    gain = with_ - without
-    rng = np.random.default_rng(seed)
-    means = gain[rng.integers(0, gain.size, size=(2000, gain.size))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return f"{gain.mean():+.4f} [{low:+.4f}, {high:+.4f}]"
 
 
 def main(argv: list[str] | None = None) -> int:

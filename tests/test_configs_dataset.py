@@ -3,6 +3,7 @@ protocol, the TpuGraphs files ``dagopt generate configs`` writes, resume, missin
 
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +33,14 @@ from dagopt.integrations.tvm.tile import (  # noqa: E402
     schedule,
 )
 from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
-from dagopt.rank.configs.build import BuildOptions, build_collection, split_of  # noqa: E402
+from dagopt.rank.configs.build import (  # noqa: E402
+    EXTRA_MODELS,
+    SPLITS,
+    BuildOptions,
+    build_collection,
+    plan_graphs,
+    split_of,
+)
 from dagopt.rank.configs.layout import nlp_graph, xla_graph  # noqa: E402
 from dagopt.rank.configs.zoo_shapes import LayerShape  # noqa: E402
 
@@ -131,6 +139,20 @@ def test_a_second_run_skips_the_graphs_written(root):
     before = path.stat().st_mtime_ns
     assert build_collection(root, "layout-nlp", "random", TINY) == []
     assert path.stat().st_mtime_ns == before
+
+
+def test_extra_architectures_are_a_plan_of_their_own_in_train(root):
+    """``--extra`` (issue 20) adds training architectures without moving the original
+    plan's graphs, and nothing of it lands in valid or test."""
+    base = plan_graphs("layout-xla", root, BuildOptions(graphs=8))
+    extra = plan_graphs("layout-xla", root, BuildOptions(graphs=8, extra=True))
+    assert {model for model, _ in extra} == set(EXTRA_MODELS["layout-xla"])
+    assert base == plan_graphs("layout-xla", root, BuildOptions(graphs=8))
+    for kind, models in EXTRA_MODELS.items():
+        assert not set(models) & {m for held in SPLITS[kind].values() for m in held}
+    assert nlp_graph(LINEAR_LAYER, 1, 0, 10**6) is None  # MobileViT-S: 1 token // 4
+    (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, extra=True))
+    assert path.parent.name == "train" and path.name.startswith("mobilevit-small.")
 
 
 def test_missing_tvm_is_a_one_line_error(monkeypatch, root):

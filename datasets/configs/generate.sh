@@ -15,3 +15,12 @@ for step in 8 16 24 32 40 55; do
     done
   done
 done
+# Issue 20: more training architectures (build.EXTRA_MODELS), in a plan of their own, so
+# the files above stay as they are; all of them land in the train split.
+for variant in random default; do
+  dagopt generate configs --collection layout-xla --variant "$variant" --extra --graphs 24 \
+    --out datasets/configs
+  dagopt generate configs --collection layout-nlp --variant "$variant" --extra --graphs 14 \
+    --out datasets/configs
+done
+dagopt generate configs --collection tile --extra --graphs 35 --out datasets/configs

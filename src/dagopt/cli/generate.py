@@ -115,13 +115,16 @@ def configs(
     core: Annotated[
         int | None, typer.Option(help="CPU to pin to (default: the last allowed one).")
     ] = None,
+    extra: Annotated[
+        bool, typer.Option("--extra", help="Measure the extra training architectures.")
+    ] = False,
 ) -> None:
     """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
     TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
     from dagopt.cli.output import progress_on_terminal
     from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
 
-    options = BuildOptions(graphs, count, rounds, max_macs, seed, core)
+    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, extra)
     name = collection_name(collection, variant)
     with progress_on_terminal():
         written = build_collection(out, collection, variant, options)

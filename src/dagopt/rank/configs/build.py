@@ -11,6 +11,10 @@ A graph whose ``.npz`` exists is skipped (resume); each new graph is measured (p
 ``measurements.json`` (retest tau, spread, load, ...; the ``.npz`` files keep exactly
 the published arrays) and then its ``.npz`` written, both atomically. Graphs are taken
 round-robin over the architectures, so a partial run covers every split.
+
+``--extra`` (issue 20) measures more training architectures (``EXTRA_MODELS``) in a
+plan of their own, so the original plan, and with it every file it wrote, stays as it
+was; their graphs land in ``train`` (``SPLITS`` does not name them).
 """
 
 import json
@@ -35,6 +39,19 @@ SPLITS = {
     "layout-nlp": {"valid": ("t5-small",), "test": ("vit-base", "swin-tiny")},
 }
 """Held-out architectures per collection kind; every other model is ``train``."""
+MODELS = {"tile": CNNS + TRANSFORMERS, "layout-xla": CNNS, "layout-nlp": TRANSFORMERS}
+"""The architectures each collection kind measures (``EXTRA_MODELS`` with ``--extra``)."""
+EXTRA_CNNS = ("densenet-121", "googlenet", "squeezenet-1.1", "randwire-ws16-3")
+EXTRA_MODELS = {
+    "tile": (*EXTRA_CNNS, "mobilevit-small"),
+    "layout-xla": EXTRA_CNNS,
+    "layout-nlp": ("mobilevit-small",),
+}
+"""Training architectures added by ``--extra`` (issue 20): zoo CNNs with groups-1 convs
+(EfficientNet-B0's convs pad by name, which ``zoo_shapes`` skips) and MobileViT-S,
+whose attention has the equal in/out projections ``nlp`` graphs need."""
+EXTRA_SEED = 1000
+"""Offset of the ``--extra`` plan's seeds, so its configurations are drawn afresh."""
 DEFAULT_GRAPHS = {"tile": 55, "layout-xla": 40, "layout-nlp": 40}
 DEFAULT_CONFIGS = {"tile": 64, "layout-xla": 200, "layout-nlp": 200}
 SIDECAR = "measurements.json"
@@ -43,7 +60,8 @@ SIDECAR = "measurements.json"
 @dataclass(frozen=True)
 class BuildOptions:
     """What to measure: ``graphs`` and ``configs`` per graph (``None``: the defaults),
-    interleaved ``rounds``, the MAC budget of one graph, the seed and the pinned core."""
+    interleaved ``rounds``, the MAC budget of one graph, the seed, the pinned core and
+    whether to plan the ``EXTRA_MODELS`` instead of the original architectures."""
 
     graphs: int | None = None
     configs: int | None = None
@@ -51,6 +69,7 @@ class BuildOptions:
     max_macs: int = 2_000_000
     seed: int = 0
     core: int | None = None
+    extra: bool = False
 
 
 def collection_name(kind: str, variant: str) -> str:
@@ -85,9 +104,7 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
     from dagopt.rank.configs.tile import model_kernels
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
-    models = (
-        CNNS + TRANSFORMERS if kind == "tile" else CNNS if kind == "layout-xla" else TRANSFORMERS
-    )
+    models = (EXTRA_MODELS if options.extra else MODELS)[kind]
     layers = zoo_layers(list(models), root / "zoo_shapes.json")
     total = options.graphs or DEFAULT_GRAPHS[kind]
     per_model: dict[str, list] = {}
@@ -155,7 +172,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         path = collection_dir(root, collection, split) / f"{name}.npz"
         if path.exists():
             continue
-        seed = options.seed + done
+        seed = options.seed + done + (EXTRA_SEED if options.extra else 0)
         count = options.configs or DEFAULT_CONFIGS[kind]
         record, measurement, extra = _measure(kind, variant, graph, name, count, options, seed)
         figures[name] = {

@@ -69,8 +69,9 @@ def xla_graph(layer: LayerShape, next_channels: int, max_macs: int) -> LayoutGra
 
 
 def nlp_graph(layer: LayerShape, heads: int, tokens: int, max_macs: int) -> LayoutGraph | None:
-    """Attention scores of ``heads`` heads on ``tokens`` tokens, cropped to ``max_macs``."""
-    if layer.kind != "linear" or layer.cin != layer.cout or layer.heads < heads:
+    """Attention scores of ``heads`` heads on ``tokens`` tokens, cropped to ``max_macs``
+    (``None`` without tokens: a layer of fewer tokens than the shrink factor)."""
+    if layer.kind != "linear" or layer.cin != layer.cout or layer.heads < heads or tokens < 1:
         return None
     hidden, head_dim = layer.cin, layer.cin // layer.heads
     width = heads * head_dim
