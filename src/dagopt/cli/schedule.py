@@ -92,7 +92,9 @@ def schedule(
     ] = None,
     checkpoint: Annotated[
         Path | None,
-        typer.Option(help="Model file (topoformer-* methods).", show_default=False),
+        typer.Option(
+            help="Model file or shipped model name (topoformer-* methods).", show_default=False
+        ),
     ] = None,
     window: Annotated[
         int | None,

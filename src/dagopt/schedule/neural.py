@@ -38,9 +38,12 @@ def _cached_model(path: str, expected: type):
 def shipped_or_given_model(
     checkpoint: str | os.PathLike | None, default: str, expected: type, what: str
 ):
-    """The ``expected`` model in ``checkpoint``, else the shipped model ``default``
-    (``model_path``); loaded once per file. A missing file is an ``InputError``."""
-    path = Path(checkpoint) if checkpoint is not None else model_path(default)
+    """The ``expected`` model in ``checkpoint`` (a file, or a shipped model's name:
+    ``dagopt.models.MODEL_FILES``), else the shipped model ``default`` (``model_path``);
+    loaded once per file. A missing file is an ``InputError``."""
+    path = model_path(default) if checkpoint is None else Path(checkpoint)
+    if not path.is_file() and str(checkpoint) in MODEL_FILES:
+        path = model_path(str(checkpoint))
     if not path.is_file():
         raise InputError(f"no {what} model file at {path}; pass --checkpoint PATH")
     return _cached_model(str(path.resolve()), expected)
@@ -59,7 +62,8 @@ def beam_or_greedy(
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
-    """The priority model in ``checkpoint``, else the default one (``model_path``)."""
+    """The priority model in ``checkpoint`` (a file or a shipped model's name), else the
+    default one (``model_path``)."""
     from dagopt.nn.encoders import PriorityModel
 
     return shipped_or_given_model(checkpoint, "topoformer-ordering", PriorityModel, "Topoformer")
@@ -79,18 +83,9 @@ def predict_priorities(graph: Graph, model: "PriorityModel") -> np.ndarray:
     return y.double().numpy()
 
 
-def file_or_shipped(model: str | os.PathLike) -> Path:
-    """``model`` as a path, or the file of the shipped model of that name
-    (``dagopt.models.MODEL_FILES``) when no such file exists."""
-    path = Path(model)
-    if not path.is_file() and str(model) in MODEL_FILES:
-        return model_path(str(model))
-    return path
-
-
 def guide_order(graph: Graph, guide: str | os.PathLike) -> np.ndarray:
-    """The greedy order (4.2) of the priority model ``guide`` (``file_or_shipped``)."""
-    return greedy_order(graph, predict_priorities(graph, load_model(file_or_shipped(guide))))
+    """The greedy order (4.2) of the priority model ``guide`` (a file or shipped name)."""
+    return greedy_order(graph, _priorities(graph, guide))
 
 
 def _priorities(graph: Graph, checkpoint) -> np.ndarray:

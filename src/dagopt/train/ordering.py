@@ -44,7 +44,7 @@ from dagopt.rl.baselines import (
     NoBaseline,
 )
 from dagopt.rl.reinforce import Environment, policy_gradient_loss
-from dagopt.schedule.neural import file_or_shipped, load_model
+from dagopt.schedule.neural import load_model
 from dagopt.schedule.priority import greedy_order, sample_orders
 from dagopt.train import mix as graph_mix
 from dagopt.train import rundir
@@ -118,7 +118,7 @@ class OrderingTrainConfig(Config):
             return ARPolicy(ARConfig(encoder=self.encoder))
         policy = PriorityModel(self.encoder, alpha=self.alpha)
         if self.init_model:
-            start = load_model(file_or_shipped(self.init_model))
+            start = load_model(self.init_model)
             if start.config != self.encoder:
                 raise InputError(f"init_model {self.init_model!r} has another encoder config")
             policy.load_state_dict(start.state_dict())
