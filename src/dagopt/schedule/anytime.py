@@ -359,13 +359,13 @@ def search_thread(
     ):
         moves = search.descend(MOVES_PER_CALL, int(rng.integers(n)), deadline)
         counts["moves"] += moves
-        closure = False
-        if moves < MOVES_PER_CALL:
+        stuck = moves < MOVES_PER_CALL  # a local optimum of node moves
+        if stuck:
             began = time.perf_counter()
-            closure = search.closure_move(int(rng.integers(n)), deadline)
-            counts["closure moves"] += closure
+            stuck = not search.closure_move(int(rng.integers(n)), deadline)
+            counts["closure moves"] += not stuck
             counts["closure seconds"] += time.perf_counter() - began
-        if moves < MOVES_PER_CALL and not closure:
+        if stuck:
             size = sizes[level]
             width = min(beam, widest_beam(size))
             if size == n and whole_seconds_per_state is not None:
@@ -454,11 +454,8 @@ def anytime_order(
         return anchor, True, {"start": chosen}
     incumbent = Incumbent(anchor, float("inf"), start, trace)
     bound = must_live_bound(graph, keep_outputs=keep_outputs)
-    counters = ("moves", "closure moves", "windows", "improving windows", "kicks")
-    all_counts = [
-        {**dict.fromkeys(counters, 0), "closure seconds": 0.0, "windows by size": {}}
-        for _ in range(threads)
-    ]
+    totals = ("moves", "closure moves", "closure seconds", "windows", "improving windows", "kicks")
+    all_counts = [{**dict.fromkeys(totals, 0), "windows by size": {}} for _ in range(threads)]
 
     def job(index: int) -> None:
         search_thread(
@@ -481,9 +478,8 @@ def anytime_order(
         best, proved = anchor, False
     info = {"start": chosen, **guided, "threads": threads}
     info["beam_width"] = all_counts[0]["beam_width"]
-    for key in counters:
-        info[key] = int(sum(c[key] for c in all_counts))
-    info["closure seconds"] = sum(c["closure seconds"] for c in all_counts)
+    for key in totals:
+        info[key] = sum(c[key] for c in all_counts)
     sizes = sorted({size for c in all_counts for size in c["windows by size"]})
     info["windows by size"] = {  # size: (windows, improving windows, seconds)
         size: tuple(

@@ -119,12 +119,12 @@ def best_closure_move(
     best_peak, best_excess = current_peak, excess_sum[n]
     best_a, best_b = -1, -1
     stamp = 0
+    reach = distances[-1]
     for offset in range(n):
         if offset % 64 == 63 and now() > deadline:
             break
         i = (start + offset) % n
         for pull in (True, False):
-            reach = distances[-1]
             lo, hi = (max(0, i - reach), i) if pull else (i, min(n - 1, i + reach))
             if hot_next[lo] > hi:
                 continue
