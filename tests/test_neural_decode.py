@@ -77,3 +77,16 @@ def test_topoformer_sample_keeps_the_best_of_its_samples():
     y = predict_priorities(g, load_model(None))
     orders, _ = sample_orders(g, y, 8, np.random.default_rng(0))
     assert sampled.peak_memory == min(peak_memory(g, o) for o in orders)
+
+
+def test_checkpoint_takes_a_shipped_model_by_name():
+    """``--checkpoint`` names a shipped model as well as a file: the same model object
+    either way (loaded once)."""
+    from dagopt.models import model_path
+
+    by_name = load_model("topoformer-sparse-ordering")
+    assert by_name is load_model(model_path("topoformer-sparse-ordering"))
+    assert by_name.config.kind == "topoformer-sparse"
+    g = Graph(3, [0, 1], [1, 2], mem=[1.0, 2.0, 3.0])
+    result = solve(g, "topoformer-greedy", checkpoint="topoformer-sparse-ordering")
+    assert list(result.order) == [0, 1, 2]
