@@ -9,10 +9,12 @@ For held-out layered graphs (test seeds, ``dagopt.bench.datasets``) and zoo trai
 graphs (``model/size/mode``, graph outputs kept as PyTorch does), the best proved lower
 bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``,
 ``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a
-% gap to the bound. The bound is ``must_live_bound`` (``dagopt.objectives.bounds``; also
-its own column, to show where it is tight), or the optimum itself when ``exact-dp``
-finishes within ``--exact-states`` states per step and ``--exact-time`` seconds. The
-runs go to ``--out`` (CSV) as they finish and a rerun resumes (``--fresh`` reruns all).
+% gap to the bound. The bound is the optimum itself when ``exact-dp`` finishes within
+``--exact-states`` states per step and ``--exact-time`` seconds, else the stronger of
+``must_live_bound`` (``dagopt.objectives.bounds``) and ``cut_bound``
+(``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds), each also in its own
+column, to show where it is tight. The runs go to ``--out`` (CSV) as they finish and a
+rerun resumes (``--fresh`` reruns all).
 """
 
 import argparse
@@ -30,11 +32,11 @@ from dagopt.bench.realgraphs import solve_outputs_kept
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
-from dagopt.objectives import must_live_bound
+from dagopt.objectives import cut_bound, must_live_bound
 from dagopt.schedule import Schedule, solve
 
 BOUND = "lower bound"
-EXACT, MUST_LIVE = "exact DP", "must-live"
+EXACT, MUST_LIVE, CUT = "exact DP", "must-live", "cut"
 
 
 def proved_bound(
@@ -58,19 +60,23 @@ def gap(peak: float, bound: float) -> float:
 def headroom_table(runs: list[Run], labels: list[str]) -> str:
     """Markdown: per graph its bound, the best order found and each method's % gap to
     the bound; a mean row per size of layered graphs."""
-    header = ["graph", "nodes", "must-live bound", "lower bound", "best found (% gap)"]
+    header = ["graph", "nodes", "must-live bound", "cut bound", "lower bound"]
+    header.append("best found (% gap)")
     header += [f"{label}: % gap" for label in labels]
-    lines = [markdown_row(header), markdown_rule("lrrrl" + "r" * len(labels))]
+    lines = [markdown_row(header), markdown_rule("lrrrrl" + "r" * len(labels))]
     by_graph: dict[str, dict[str, Run]] = {}
     for run in runs:
         by_graph.setdefault(run.graph, {})[run.method] = run
     means: dict[int, list[list[float]]] = {}
     for key, by_label in by_graph.items():
-        bound = by_label[BOUND].peak_memory
+        must_live, cut = by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory
+        if by_label[BOUND].proved_optimal:
+            bound, how = by_label[BOUND].peak_memory, EXACT
+        else:
+            bound, how = (cut, CUT) if cut > must_live else (must_live, MUST_LIVE)
         gaps = [gap(by_label[label].peak_memory, bound) for label in labels]
         best = int(np.argmin(gaps))
-        how = EXACT if by_label[BOUND].proved_optimal else MUST_LIVE
-        row = [key, f"{by_label[BOUND].size:,}", f"{by_label[MUST_LIVE].peak_memory:.6g}"]
+        row = [key, f"{by_label[BOUND].size:,}", f"{must_live:.6g}", f"{cut:.6g}"]
         row.append(f"{bound:.6g} ({how})")
         row.append(f"{labels[best]} ({gaps[best]:.2f})")
         lines.append(markdown_row(row + [f"{g:.2f}" for g in gaps]))
@@ -82,6 +88,7 @@ def headroom_table(runs: list[Run], labels: list[str]) -> str:
         row = [
             f"mean, {len(rows)} layered",
             f"{size:,}",
+            "",
             "",
             "",
             f"{labels[best]} ({mean[best]:.2f})",
@@ -100,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp's K")
     parser.add_argument("--exact-states", type=int, default=1_000_000)
     parser.add_argument("--exact-time", type=float, default=10.0)
+    parser.add_argument("--cut-time", type=float, default=600.0, help="cut_bound's, seconds")
     parser.add_argument("--out", default="bench-out/ordering-headroom.csv")
     parser.add_argument("--fresh", action="store_true", help="rerun everything")
     args = parser.parse_args(argv)
@@ -121,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
                 bound = must_live_bound(graph, keep_outputs=keep_outputs)
                 seconds = time.perf_counter() - began
                 return Schedule(np.arange(0), bound, MUST_LIVE, seconds)
+            if label == CUT:
+                began = time.perf_counter()
+                found = cut_bound(graph, keep_outputs=keep_outputs, time_limit=args.cut_time)
+                seconds = time.perf_counter() - began
+                return Schedule(np.arange(0), found.bound, CUT, seconds)
             if label == BOUND:
                 began = time.perf_counter()
                 bound, how = proved_bound(
@@ -146,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
     ]
     run_methods(
-        layered, [MUST_LIVE, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
+        layered, [MUST_LIVE, CUT, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
         solver=solver(keep_outputs=False),
     )  # fmt: skip
     zoo = []
@@ -158,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             graph = export_zoo(name, size=size, mode=mode, cache_dir=args.zoo_cache).graph
             zoo.append((graph.num_nodes, key, graph))
     run_methods(
-        zoo, [MUST_LIVE, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
+        zoo, [MUST_LIVE, CUT, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
         solver=solver(keep_outputs=True),
     )  # fmt: skip
     keys = {key for _, key, _ in layered + zoo}

@@ -5,7 +5,13 @@ from hypothesis import strategies as st
 
 from dagopt import Graph
 from dagopt.objectives import bounds as bounds_module
-from dagopt.objectives import lower_bound, must_live_bound, must_live_memory, peak_memory
+from dagopt.objectives import (
+    cut_bound,
+    lower_bound,
+    must_live_bound,
+    must_live_memory,
+    peak_memory,
+)
 from dagopt.schedule import solve
 from dags import all_topological_orders, dags
 
@@ -61,6 +67,44 @@ def test_empty_graph():
 def test_never_above_the_optimum_nor_any_order(g, keep):
     bound = must_live_bound(g, keep_outputs=keep)
     assert bound >= lower_bound(g) - 1e-9
+    optimum = solve(g, "exact-dp", keep_outputs=keep).peak_memory
+    assert bound <= optimum * (1 + 1e-12) + 1e-12
+    for order in all_topological_orders(g):
+        assert peak_memory(g, order, keep_outputs=keep) >= bound * (1 - 1e-12) - 1e-12
+
+
+def siblings_swap() -> Graph:
+    # 0 -> 1 -> 3 -> 4 and 0 -> 2 -> 4: before 3 runs, either 2 has not run (0's output
+    # is live) or it has (its own output is live, read by 4).
+    return Graph(5, [0, 0, 1, 2, 3], [1, 2, 3, 4, 4], mem=[1, 5, 1, 4, 2])
+
+
+def test_cut_bound_by_hand_beats_must_live_and_is_tight():
+    g = siblings_swap()
+    # must-live while 3 runs: 1 (read by 3) and 3 itself; the cut adds 0's or 2's output
+    assert must_live_bound(g) == 9
+    result = cut_bound(g)
+    assert result.bound == 10  # sizes are integers: the scaled cut is exact
+    assert result.node == 3 and result.complete
+    assert solve(g, "exact-dp").peak_memory == 10
+
+
+def test_cut_bound_stopped_by_its_time_limit_is_still_a_bound():
+    g = siblings_swap()
+    stopped = cut_bound(g, time_limit=0.0)
+    assert not stopped.complete and stopped.cuts == 0
+    assert stopped.bound == must_live_bound(g)
+
+
+def test_cut_bound_of_the_empty_graph():
+    assert cut_bound(Graph(0, [], [], mem=[])).bound == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags(max_nodes=7, integer_sizes=False), st.booleans())
+def test_cut_bound_never_above_the_optimum_nor_below_must_live(g, keep):
+    bound = cut_bound(g, keep_outputs=keep).bound
+    assert bound >= must_live_bound(g, keep_outputs=keep)
     optimum = solve(g, "exact-dp", keep_outputs=keep).peak_memory
     assert bound <= optimum * (1 + 1e-12) + 1e-12
     for order in all_topological_orders(g):

@@ -337,3 +337,17 @@ def test_schedule_anytime_takes_its_options(medium):
     options = ("--windows", 3, "--largest", 8, "--threads", 2)
     assert dagopt("schedule", medium, "-m", "anytime", *options).exit_code == 0
     assert dagopt("schedule", medium, "-m", "anytime", "--threads", 0).exit_code == 2
+
+
+def test_evaluate_prints_the_cut_bound_unless_bound_time_is_zero(tmp_path):
+    # 0 -> 1 -> 3 -> 4 and 0 -> 2 -> 4: the cut bound (10) beats the must-live bound (9)
+    edges = [(0, 1), (0, 2), (1, 3), (2, 4), (3, 4)]
+    siblings = with_nodes(
+        *({"id": str(v), "mem": m} for v, m in enumerate([1, 5, 1, 4, 2])),
+        edges=[{"source": str(a), "target": str(b)} for a, b in edges],
+    )
+    graph = write_json(tmp_path / "siblings.json", siblings)
+    order = write_json(tmp_path / "order.json", {"order": ["0", "1", "2", "3", "4"]})
+    assert dagopt("evaluate", graph, order).stdout.strip() == "peak 10, lower bound 10"
+    must_live = dagopt("evaluate", graph, order, "--bound-time", "0")
+    assert must_live.stdout.strip() == "peak 10, lower bound 9"

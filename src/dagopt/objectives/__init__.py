@@ -1,6 +1,7 @@
 """Objectives: the single source of truth for every number a solver reports."""
 
 from dagopt.objectives.bounds import must_live_bound, must_live_memory
+from dagopt.objectives.cut_bound import CutBound, cut_bound
 from dagopt.objectives.memory import (
     MemoryProfile,
     lower_bound,
@@ -11,8 +12,10 @@ from dagopt.objectives.memory import (
 from dagopt.objectives.state import MemoryState
 
 __all__ = [
+    "CutBound",
     "MemoryProfile",
     "MemoryState",
+    "cut_bound",
     "lower_bound",
     "memory_profile",
     "must_live_bound",

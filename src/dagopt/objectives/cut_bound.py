@@ -1,0 +1,150 @@
+"""The cut bound: a lower bound on the optimal peak memory by one minimum cut per node.
+
+Paper 000's peak (eq. 1-3, 15) of any order is at least the memory while any one node
+``v`` runs. Just before ``v`` runs, the nodes run so far form a *downset* ``S`` (closed
+under predecessors) that holds every ancestor of ``v`` and neither ``v`` nor any of its
+descendants, and the memory while ``v`` runs is ``run(v) + live(S)``, where::
+
+    live(S) = sum(mem(u) for u in S if some successor of u is not in S)
+
+(outputs kept to the end count as live once run: with ``keep_outputs`` every sink;
+without it a sink's output is freed at once). ``S`` depends on the order, but every
+order runs ``v`` after *some* such downset, so::
+
+    OPT >= max_v  run(v) + min { live(S) : anc(v) <= S, S downset, S disjoint from {v} | desc(v) }
+
+``must_live_bound`` (``dagopt.objectives.bounds``) counts only the outputs that are
+live for *every* such ``S``; the minimum also weighs, for each node ``y`` that is
+neither an ancestor nor a descendant of ``v``, running ``y`` before ``v`` (its inputs
+may be freed, its output becomes live) against not running it (its inputs stay live).
+On layered graphs, whose peak is made of such siblings, this is what the must-live
+bound misses.
+
+The minimum is a maximum-weight closure problem (Picard, 1976), solved as a minimum
+cut: items ``x_u`` ("``u`` in ``S``", weight ``-mem(u)``) and ``d_u`` ("``u`` in ``S``
+and every successor too", weight ``+mem(u)``), with the implications ``d_u => x_s`` for
+each successor ``s`` and ``x_s => x_u`` for each predecessor ``u``; then ``live(S) = sum
+mem(u) (x_u - d_u)``. The ancestors of ``v`` are tied to the source and ``v`` with its
+descendants to the sink. Capacities are integers (OR-Tools' ``SimpleMaxFlow``): sizes
+are scaled by a power of two and rounded down, which can only lower the bound (integer
+sizes stay exact).
+
+Each node's value is a valid bound on its own, so the search over nodes can stop at a
+time limit with a valid (weaker) bound. Nodes are visited in decreasing order of their
+must-live memory, and a node is cut only when ``run(v) + live(anc(v))``, the value of
+the smallest admissible ``S`` and so an upper bound on its minimum, could beat the best
+so far (at first ``must_live_bound``).
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from ortools.graph.python import max_flow
+from scipy.sparse.csgraph import breadth_first_order
+
+from dagopt.graph import Graph
+from dagopt.objectives.bounds import must_live_bound, must_live_memory
+from dagopt.progress import report
+
+#: The scaled sizes sum to at most this, so that no flow overflows 64-bit capacities.
+CAPACITY_SCALE = 2.0**40
+#: An infinite capacity (an implication that no minimum cut crosses).
+INFINITE = 2**62
+
+
+@dataclass(frozen=True)
+class CutBound:
+    """``bound``: the lower bound; ``node``: the ``v`` that gives it (-1: none beats
+    ``must_live_bound``);
+    ``cuts``: minimum cuts solved; ``complete``: every node was considered (not stopped
+    by the time limit)."""
+
+    bound: float
+    node: int
+    cuts: int
+    complete: bool
+
+
+class _ClosureNetwork:
+    """The arcs shared by every node's cut (module docstring): ``x_u`` is flow node
+    ``u``, ``d_u`` is ``n + u``, the source ``2 n`` and the sink ``2 n + 1``."""
+
+    def __init__(self, graph: Graph, *, keep_outputs: bool) -> None:
+        n = graph.num_nodes
+        src, dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
+        sinks = graph.out_degree == 0
+        counted = np.ones(n, dtype=bool) if keep_outputs else ~sinks
+        total = float(graph.mem[counted].sum())
+        # a power of two: integer sizes (and floats with short mantissas) stay exact
+        self.scale = 2.0 ** np.floor(np.log2(CAPACITY_SCALE / total)) if total > 0 else 1.0
+        capacity = np.floor(np.where(counted, graph.mem, 0.0) * self.scale).astype(np.int64)
+        freed = np.flatnonzero(counted & ~sinks)  # d_u: its output can be freed
+        held = np.flatnonzero(counted)  # x_u: its output counts once run
+        self.source, self.sink = 2 * n, 2 * n + 1
+        infinite = np.full(src.size, INFINITE, dtype=np.int64)
+        self.tails = np.concatenate([n + src, dst, np.full(freed.size, self.source), held])
+        self.heads = np.concatenate([dst, src, n + freed, np.full(held.size, self.sink)])
+        self.capacities = np.concatenate([infinite, infinite, capacity[freed], capacity[held]])
+        self.freed_capacity = int(capacity[freed].sum())
+        self.counted, self.mem = counted, graph.mem
+        self.src, self.dst = src, dst
+
+    def least_live(self, ancestors: np.ndarray, below: np.ndarray) -> float:
+        """``min live(S)`` over downsets holding ``ancestors`` and none of ``below``."""
+        flow = max_flow.SimpleMaxFlow()
+        flow.add_arcs_with_capacity(
+            np.concatenate([self.tails, np.full(ancestors.size, self.source), below]),
+            np.concatenate([self.heads, ancestors, np.full(below.size, self.sink)]),
+            np.concatenate([self.capacities, np.full(ancestors.size + below.size, INFINITE)]),
+        )
+        if flow.solve(self.source, self.sink) != flow.OPTIMAL:
+            raise RuntimeError("OR-Tools max flow did not reach an optimum")
+        return (flow.optimal_flow() - self.freed_capacity) / self.scale
+
+    def live(self, members: np.ndarray) -> float:
+        """``live(S)`` of the set ``S`` marked by the boolean array ``members``."""
+        crossing = members[self.src] & ~members[self.dst]
+        live = np.zeros(members.size, dtype=bool)
+        live[self.src[crossing]] = True
+        return float(self.mem[live & self.counted].sum())
+
+
+def cut_bound(
+    graph: Graph, *, keep_outputs: bool = False, time_limit: float | None = None
+) -> CutBound:
+    """The cut bound (module docstring) of ``graph``, with ``keep_outputs`` as in
+    ``peak_memory``, never below ``must_live_bound``. ``time_limit`` (seconds): stop
+    considering nodes then; the bound found so far is still valid (``complete`` is
+    false)."""
+    n = graph.num_nodes
+    floor = must_live_bound(graph, keep_outputs=keep_outputs)
+    if n == 0:
+        return CutBound(floor, -1, 0, True)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    network = _ClosureNetwork(graph, keep_outputs=keep_outputs)
+    src, dst = network.src, network.dst
+    forward = sp.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
+    backward = forward.T.tocsr()
+    run = graph.mem + graph.param_mem
+    forced = must_live_memory(graph)
+    visit = np.argsort(-(run if forced is None else forced), kind="stable")
+    best, best_node, cuts = floor, -1, 0
+    members = np.zeros(n, dtype=bool)
+    for done, v in enumerate(visit):
+        if deadline is not None and time.perf_counter() > deadline:
+            return CutBound(best, best_node, cuts, False)
+        ancestors = breadth_first_order(backward, v, return_predecessors=False)[1:]
+        members[ancestors] = True
+        upper = run[v] + network.live(members)
+        members[ancestors] = False
+        if upper > best:
+            below = breadth_first_order(forward, v, return_predecessors=False)
+            value = run[v] + network.least_live(ancestors, below)
+            cuts += 1
+            if value > best:
+                best, best_node = float(value), int(v)
+        if done % 256 == 0:
+            report("cut bound", done, n)
+    return CutBound(best, best_node, cuts, True)
