@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from dagopt import Graph
 from dagopt.errors import SolverError
 from dagopt.generate import generate_layered
-from dagopt.objectives import memory_profile, peak_memory
+from dagopt.objectives import memory_profile, must_live_bound, peak_memory
 from dagopt.schedule import anytime_kernels as kernels
 from dagopt.schedule import solve
 from dagopt.schedule.anytime import Search
@@ -165,6 +165,18 @@ def test_stops_early_once_optimal():
     schedule = solve(g, "anytime", seed=0, time_limit=30)
     assert schedule.proved_optimal
     assert schedule.seconds < 5
+
+
+def test_proves_optimality_by_the_cut_bound_where_must_live_is_loose():
+    # a 300-node layered graph whose optimal peak is 25 % above the must-live bound and
+    # equal to the cut bound, computed once the search has stalled twice
+    g = generate_layered(300, seed=7)
+    schedule = solve(g, "anytime", seed=0, time_limit=60)
+    bound = schedule.info["lower bound"]
+    assert bound > 1.2 * must_live_bound(g)
+    assert schedule.proved_optimal
+    assert schedule.peak_memory <= bound * (1 + 1e-9)
+    assert schedule.info["cut bound seconds"] > 0
 
 
 def test_deterministic_for_a_fixed_seed_and_work_budget():

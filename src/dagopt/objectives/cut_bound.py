@@ -48,8 +48,9 @@ from dagopt.graph import Graph
 from dagopt.objectives.bounds import must_live_bound, must_live_memory
 from dagopt.progress import report
 
-#: The scaled sizes sum to at most this, so that no flow overflows 64-bit capacities.
-CAPACITY_SCALE = 2.0**40
+#: The scaled sizes sum to at most this (a relative rounding of ``2**-50`` per size), far
+#: below ``INFINITE``, so that no cut of finite arcs overflows 64-bit capacities.
+CAPACITY_SCALE = 2.0**50
 #: An infinite capacity (an implication that no minimum cut crosses).
 INFINITE = 2**62
 

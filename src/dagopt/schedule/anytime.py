@@ -41,7 +41,11 @@ neighbourhood search (Mladenović and Hansen, 1997) whose largest neighbourhood 
 anchored DP on ``largest`` steps (on small graphs the whole graph), like SERENITY's
 (Ahn et al., 2020) DP on graph segments but with the segments chosen at the peak.
 With a beam as wide as every step, the whole-graph window is the exact DP: the search
-stops early then (``proved_optimal``), and when the peak meets ``must_live_bound``.
+stops early then (``proved_optimal``), and when the peak meets the lower bound:
+``must_live_bound`` from the start, raised to ``cut_bound`` (minimum cuts, a few seconds
+at 2000 nodes) given ``CUT_BOUND_SHARE`` of the time left, the second time a search has
+failed every window size (after a kick has had its chance: the search has stalled, so
+the time is cheapest there).
 
 Guidance (``guide``): a priority model's greedy order (``neural.guide_order``, paper 000
 section 4.2) is a second start beside Inductor's; the one of lower peak starts the
@@ -66,7 +70,7 @@ import numpy as np
 
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.objectives import must_live_bound, peak_memory
+from dagopt.objectives import cut_bound, must_live_bound, peak_memory
 from dagopt.progress import report
 from dagopt.resources import available_bytes
 from dagopt.schedule import anytime_kernels as kernels
@@ -110,6 +114,11 @@ CLOSURE_DISTANCES = np.array([2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 19
 #: training graph: -29.8 % from Inductor in 10 s, against -2.2 % with 256 steps), so
 #: windows grow to the whole graph by default (docs/ordering.md, tuning round 2).
 LARGEST_WINDOW = 0
+#: The share of the time left given to ``cut_bound`` when the search stalls again.
+CUT_BOUND_SHARE = 0.25
+#: A peak within this relative distance of a lower bound is taken as meeting it (the
+#: cut bound rounds each size down to a multiple of 2**-50 of their sum).
+BOUND_TOLERANCE = 1e-9
 
 
 class Search:
@@ -300,7 +309,8 @@ def window_at_peak(search: Search, size: int, rng: np.random.Generator) -> int:
 
 
 class Incumbent:
-    """The best order found so far, shared by the search threads (under a lock)."""
+    """The best order found so far and the best lower bound, shared by the search
+    threads (under a lock)."""
 
     def __init__(
         self,
@@ -308,11 +318,30 @@ class Incumbent:
         peak: float,
         start: float,
         trace: list[tuple[float, float]] | None,
+        bound: float,
     ) -> None:
         self.lock = threading.Lock()
         self.order, self.peak = order.copy(), peak
         self.start, self.trace = start, trace
         self.stop = threading.Event()
+        self.bound, self.bound_tightened = bound, False
+
+    def tighten_bound(self, graph: Graph, *, keep_outputs: bool, deadline: float) -> bool:
+        """Raise the bound to ``cut_bound`` (given ``CUT_BOUND_SHARE`` of the time
+        left), once for all threads; returns whether this call computed it."""
+        with self.lock:
+            if self.bound_tightened:
+                return False
+            self.bound_tightened = True
+        left = CUT_BOUND_SHARE * (deadline - time.perf_counter())
+        found = cut_bound(graph, keep_outputs=keep_outputs, time_limit=max(0.0, left))
+        with self.lock:
+            self.bound = max(self.bound, found.bound)
+        return True
+
+    def meets_bound(self) -> bool:
+        with self.lock:
+            return self.peak <= self.bound * (1.0 + BOUND_TOLERANCE)
 
     def offer(self, order: np.ndarray, peak: float) -> None:
         with self.lock:
@@ -337,7 +366,6 @@ def search_thread(
     window: int,
     largest: int,
     windows: int | None,
-    bound: float,
     counts: dict,
 ) -> None:
     """One search (module docstring) from ``first``, offering every new best to
@@ -397,6 +425,16 @@ def search_thread(
                 level += 1
             else:
                 level, beam = 0, 2 * beam
+                began = time.perf_counter()
+                stalled = counts["kicks"] > 0  # a kick has had its chance: stalled again
+                if stalled and incumbent.tighten_bound(
+                    graph, keep_outputs=keep_outputs, deadline=deadline
+                ):
+                    counts["cut bound seconds"] += time.perf_counter() - began
+                    if incumbent.meets_bound():
+                        counts["proved"] = True
+                        incumbent.stop.set()
+                        break
                 best, best_peak = incumbent.best()
                 if search.peak > best_peak:
                     search.restore(best)
@@ -412,7 +450,7 @@ def search_thread(
             int(elapsed),
             int(deadline - incumbent.start),
         )
-        if incumbent.peak <= bound:
+        if incumbent.meets_bound():
             counts["proved"] = True
             incumbent.stop.set()
     counts["beam_width"] = beam
@@ -452,15 +490,16 @@ def anytime_order(
             anchor, chosen, anchor_peak = order, "guide", guide_peak
     if n == 0:
         return anchor, True, {"start": chosen}
-    incumbent = Incumbent(anchor, float("inf"), start, trace)
     bound = must_live_bound(graph, keep_outputs=keep_outputs)
+    incumbent = Incumbent(anchor, float("inf"), start, trace, bound)
     totals = ("moves", "closure moves", "closure seconds", "windows", "improving windows", "kicks")
+    totals += ("cut bound seconds",)
     all_counts = [{**dict.fromkeys(totals, 0), "windows by size": {}} for _ in range(threads)]
 
     def job(index: int) -> None:
         search_thread(
             graph, anchor, incumbent, seed=seed + 7919 * index, deadline=deadline,
-            keep_outputs=keep_outputs, window=window, largest=largest, windows=windows, bound=bound,
+            keep_outputs=keep_outputs, window=window, largest=largest, windows=windows,
             counts=all_counts[index],
         )  # fmt: skip
 
@@ -478,6 +517,7 @@ def anytime_order(
         best, proved = anchor, False
     info = {"start": chosen, **guided, "threads": threads}
     info["beam_width"] = all_counts[0]["beam_width"]
+    info["lower bound"] = incumbent.bound
     for key in totals:
         info[key] = sum(c[key] for c in all_counts)
     sizes = sorted({size for c in all_counts for size in c["windows by size"]})
