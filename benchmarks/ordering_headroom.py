@@ -14,7 +14,9 @@ bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``
 ``must_live_bound`` (``dagopt.objectives.bounds``) and ``cut_bound``
 (``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds), each also in its own
 column, to show where it is tight. The runs go to ``--out`` (CSV) as they finish and a
-rerun resumes (``--fresh`` reruns all).
+rerun resumes (``--fresh`` reruns all). ``--reference`` (the reference CSV of
+``benchmarks/anytime.py``) adds each layered graph's gaps to its reference peak, the
+bound's first: the least gap any order can reach.
 """
 
 import argparse
@@ -97,6 +99,42 @@ def headroom_table(runs: list[Run], labels: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def reference_table(runs: list[Run], references: list[Run], labels: list[str]) -> str:
+    """Markdown: per layered graph with a reference run (``benchmarks/anytime.py``'s
+    cached ``approx-dp`` reference), the % gap of the lower bound and of each method to
+    the reference peak, and a mean row per size. The bound's gap is the least any order
+    can reach."""
+    reference = {run.graph: run for run in references}
+    header = ["graph", "nodes", "reference", "lower bound: % vs reference"]
+    header += [f"{label}: % vs reference" for label in labels]
+    lines = [markdown_row(header), markdown_rule("lrl" + "r" * (len(labels) + 1))]
+    by_graph: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        by_graph.setdefault(run.graph, {})[run.method] = run
+    means: dict[int, list[list[float]]] = {}
+    for key, by_label in by_graph.items():
+        if key not in reference:
+            continue
+        peak = reference[key].peak_memory
+        bound = max(by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory)
+        if by_label[BOUND].proved_optimal:
+            bound = by_label[BOUND].peak_memory
+        gaps = [gap(bound, peak)] + [gap(by_label[label].peak_memory, peak) for label in labels]
+        size = by_label[BOUND].size
+        lines.append(
+            markdown_row([key, f"{size:,}", reference[key].method, *map("{:.2f}".format, gaps)])
+        )
+        means.setdefault(size, []).append(gaps)
+    for size, rows in sorted(means.items()):
+        mean = np.mean(rows, axis=0)
+        lines.append(
+            markdown_row(
+                [f"mean, {len(rows)} layered", f"{size:,}", "", *map("{:.2f}".format, mean)]
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[500, 1000, 2000])
@@ -110,6 +148,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cut-time", type=float, default=600.0, help="cut_bound's, seconds")
     parser.add_argument("--out", default="bench-out/ordering-headroom.csv")
     parser.add_argument("--fresh", action="store_true", help="rerun everything")
+    parser.add_argument(
+        "--reference",
+        help="CSV of reference runs (benchmarks/anytime.py --reference-out): also print "
+        "each layered graph's gaps to its reference peak",
+    )
     args = parser.parse_args(argv)
 
     labels = ["inductor", f"approx-dp K={args.beam_width}", f"anytime {args.time_limit:g} s"]
@@ -178,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = [r for r in done if r.graph in keys]
     print(f"% gap of each method's peak to the best proved lower bound (CSV: {out})\n")
     print(headroom_table(runs, labels))
+    if args.reference:
+        references = read_runs_csv(Path(args.reference).read_text())
+        print(f"% gap to the reference runs of {args.reference}\n")
+        print(reference_table(runs, references, labels))
     return 0
 
 
