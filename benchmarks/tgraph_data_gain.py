@@ -1,20 +1,27 @@
-"""Two ``tgraph_table2.py`` work folders, trained alike on different data, scored on the
-same split graph by graph: what more training data (issue 20) changed.
+"""Two sets of ``tgraph_table2.py`` work folders, trained alike but for one change (more
+training data, issue 20; or a training option), scored on the same split graph by graph.
 
     python benchmarks/tgraph_data_gain.py --data datasets/configs --split valid \\
         --before runs/tgraph_valid_old --after runs/tgraph_valid_grown
+    python benchmarks/tgraph_data_gain.py --data datasets/configs --split valid \\
+        --collections tile:xla --per-graph \\
+        --before runs/old runs/old_s1 runs/old_s2 --after runs/new runs/new_s1 runs/new_s2
 
-For each collection and variant trained in both folders (``<work>/<collection>/<variant>/
-model.pt``), the two ensembles score the split's graphs with the same test-time
+For each collection and variant trained in every folder (``<work>/<collection>/<variant>/
+model.pt``), each ensemble scores the split's graphs with the same test-time
 augmentation (``dagopt.rank.tgraph.graph_scores``: Kendall tau for layout, eq. 10 for
-tile); a row gives both means and the per-graph gain with the paired bootstrap interval
-of ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs).
+tile). Several folders on a side (e.g. the same run with other ``--seed`` values) are
+averaged graph by graph, so training noise does not decide the comparison. A row gives
+both means and the per-graph gain with the paired bootstrap interval of
+``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs);
+``--per-graph`` then lists every graph's score in each folder.
 """
 
 import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from dagopt.bench.bootstrap import paired_interval
@@ -28,31 +35,45 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--split", default="valid", help="split to score (labelled)")
-    parser.add_argument("--before", type=Path, required=True, help="work folder, old data")
-    parser.add_argument("--after", type=Path, required=True, help="work folder, new data")
+    parser.add_argument("--before", type=Path, nargs="+", required=True, help="work folders")
+    parser.add_argument("--after", type=Path, nargs="+", required=True, help="work folders")
     parser.add_argument("--collections", nargs="+", choices=COLLECTIONS, default=COLLECTIONS)
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--per-graph", action="store_true", help="then every graph's scores")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     header = ["collection", "variant", "graphs", "before", "after", "gain (95% CI)"]
     print(markdown_row(header))
     print(markdown_rule("llrrrr"))
+    listings = []
     for collection in args.collections:
         graphs = None
         folder = collection.replace(":", "-")
-        for variant in sorted(p.parent.name for p in (args.after / folder).glob("*/model.pt")):
-            runs = [work / folder / variant for work in (args.before, args.after)]
-            if not (runs[0] / "model.pt").is_file():
+        for variant in sorted(p.parent.name for p in (args.after[0] / folder).glob("*/model.pt")):
+            works = [*args.before, *args.after]
+            runs = [work / folder / variant for work in works]
+            if not all((run / "model.pt").is_file() for run in runs):
                 continue
             graphs = graphs or load_graphs(args.data, collection, [args.split], deduplicate=False)
-            before, after = (
-                graph_scores(load_ranker(run / "model.pt"), graphs, permutations=args.tta)
-                for run in runs
+            scores = np.array(
+                [
+                    graph_scores(load_ranker(run / "model.pt"), graphs, permutations=args.tta)
+                    for run in runs
+                ]
             )
+            before = scores[: len(args.before)].mean(axis=0)
+            after = scores[len(args.before) :].mean(axis=0)
             gain = paired_interval(after, before, args.seed)
             cells = [collection, variant, str(len(graphs)), f"{before.mean():.4f}"]
             print(markdown_row([*cells, f"{after.mean():.4f}", gain]), flush=True)
+            listings.append((collection, variant, works, graphs, scores))
+    for collection, variant, works, graphs, scores in listings if args.per_graph else []:
+        print(f"\n{collection} {variant}, per graph:\n")
+        print(markdown_row(["graph", *(str(w) for w in works)]))
+        print(markdown_rule("l" + "r" * len(works)))
+        for graph, row in zip(graphs, scores.T, strict=True):
+            print(markdown_row([graph.name, *(f"{x:.3f}" for x in row)]))
     return 0
 
 

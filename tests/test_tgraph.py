@@ -177,6 +177,23 @@ def test_log_numeric_features_are_standardised_after_the_log():
         TGraphConfig(numeric_features="sqrt")
 
 
+def test_log_numeric_features_log_the_tile_sizes_too():
+    """``numeric_features="log"`` on a tile model: ``config_feat`` (tile sizes and their
+    products, powers of two over three orders of magnitude) is standardised after the
+    same ``sign(x) log(1 + |x|)``, in the fitted normaliser and in the model."""
+    graph = graph_for("tile")
+    config = TGraphConfig(kind="tile", **SMALL, numeric_features="log")
+    _, tiles = fit_normalizers([graph], config.numeric_features)
+    logged = np.sign(graph.tile) * np.log1p(np.abs(graph.tile.astype(np.float64)))
+    assert np.allclose(tiles.mean, logged.mean(axis=0))
+    model = model_for(config, [graph])
+    seen = []
+    model.net.register_forward_pre_hook(lambda _, inputs: seen.append(inputs[2]))
+    model(graph.tensors, graph.configs(np.arange(graph.num_configs)))
+    varying = logged.std(axis=0) > 0
+    assert varying.any() and np.allclose(seen[0][:, varying].mean(0), 0, atol=1e-5)
+
+
 def test_evaluate_uses_the_ranking_metrics():
     for kind, metric in (("layout", kendall_tau), ("tile", tile_metric)):
         graphs = [graph_for(kind, seed=s) for s in range(3)]

@@ -33,6 +33,7 @@ from dagopt.nn.tgraph.features import (
     graph_tensors,
     layout_configs,
     numeric_features,
+    scaled,
     tile_configs,
 )
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
@@ -111,11 +112,11 @@ def fit_normalizers(
 ) -> tuple[FeatureNormalizer, FeatureNormalizer | None]:
     """Section 2.2.5's standardisation fitted on ``graphs`` (training graphs only):
     ``node_feat[:134]`` (as ``numeric_features(.., numeric)`` gives it) and, for tile
-    graphs, ``config_feat``."""
+    graphs, ``config_feat`` (as ``scaled(.., numeric)`` gives it)."""
     feat = FeatureNormalizer.fit(
         numeric_features(g.tensors.node_feat, numeric).numpy() for g in graphs
     )
-    tiles = [g.tile for g in graphs if g.tile is not None]
+    tiles = [scaled(torch.as_tensor(g.tile), numeric).numpy() for g in graphs if g.tile is not None]
     return feat, FeatureNormalizer.fit(tiles) if tiles else None
 
 

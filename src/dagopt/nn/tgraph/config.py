@@ -24,8 +24,9 @@ class TGraphConfig(Config):
     ``SAGEConv`` (``pyg``: mean, no normalisation). ``se_reduction`` is eq. 5's
     bottleneck (8x); ``layout_embedding`` / ``opcode_embedding`` the 4 and 16 channels
     of section 2.2.5. ``numeric_features`` is what is standardised: ``raw``
-    ``node_feat[:134]`` (section 2.2.5) or ``log``, ``sign(x) log(1 + |x|)`` of it
-    first (shapes and sizes span orders of magnitude; see docs/tgraph.md).
+    ``node_feat[:134]`` and tile ``config_feat`` (section 2.2.5) or ``log``,
+    ``sign(x) log(1 + |x|)`` of them first (shapes, sizes and tile sizes span orders of
+    magnitude; see docs/tgraph.md).
     """
 
     kind: str = "layout"

@@ -57,11 +57,15 @@ def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
     )
 
 
+def scaled(values: torch.Tensor, how: str) -> torch.Tensor:
+    """Numeric inputs as the model standardises them (``TGraphConfig.numeric_features``):
+    ``raw`` (section 2.2.5) or ``log``, ``sign(x) log(1 + |x|)``."""
+    return values if how == "raw" else values.sign() * values.abs().log1p()
+
+
 def numeric_features(node_feat: torch.Tensor, how: str) -> torch.Tensor:
-    """``node_feat[:, :134]`` as the model standardises it: ``raw`` (section 2.2.5) or
-    ``log``, ``sign(x) log(1 + |x|)`` (``TGraphConfig.numeric_features``)."""
-    numeric = node_feat[:, : LAYOUT_COLUMNS.start]
-    return numeric if how == "raw" else numeric.sign() * numeric.abs().log1p()
+    """``node_feat[:, :134]`` as the model standardises it (``scaled``)."""
+    return scaled(node_feat[:, : LAYOUT_COLUMNS.start], how)
 
 
 def layout_configs(node_config_feat: np.ndarray) -> torch.Tensor:

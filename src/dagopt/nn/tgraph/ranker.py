@@ -20,7 +20,7 @@ from dagopt.io.tpugraphs import TILE_CONFIG_FEATURES
 from dagopt.nn.checkpoint import model_format
 from dagopt.nn.tgraph.baseline import TpuGraphsBaseline
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.features import GraphTensors, numeric_features
+from dagopt.nn.tgraph.features import GraphTensors, numeric_features, scaled
 from dagopt.nn.tgraph.model import NUMERIC, TGraphNet
 
 
@@ -57,7 +57,8 @@ class TGraphRanker(nn.Module):
         numeric = (numeric - self.feat_mean) / self.feat_scale
         feat = torch.cat([numeric, feat[:, NUMERIC:]], dim=1)
         if self.config.kind == "tile":
-            configs = (configs - self.config_mean) / self.config_scale
+            configs = scaled(configs, self.config.numeric_features) - self.config_mean
+            configs = configs / self.config_scale
         return self.net(graph, feat, configs)
 
 
