@@ -24,10 +24,11 @@ The minimum is a maximum-weight closure problem (Picard, 1976), solved as a mini
 cut: items ``x_u`` ("``u`` in ``S``", weight ``-mem(u)``) and ``d_u`` ("``u`` in ``S``
 and every successor too", weight ``+mem(u)``), with the implications ``d_u => x_s`` for
 each successor ``s`` and ``x_s => x_u`` for each predecessor ``u``; then ``live(S) = sum
-mem(u) (x_u - d_u)``. The ancestors of ``v`` are tied to the source and ``v`` with its
-descendants to the sink. Capacities are integers (OR-Tools' ``SimpleMaxFlow``): sizes
-are scaled by a power of two and rounded down, which can only lower the bound (integer
-sizes stay exact).
+mem(u) (x_u - d_u)``. The ancestors of ``v`` (in ``S``) and ``v`` with its descendants
+(out of ``S``) are fixed, so they are contracted away: only ``v``'s siblings get an
+``x`` item, and the fixed nodes leave a constant and the ``d`` items they decide.
+Capacities are integers (OR-Tools' ``SimpleMaxFlow``): sizes are scaled by a power of
+two and rounded down, which can only lower the bound (integer sizes stay exact).
 
 Each node's value is a valid bound on its own, so the search over nodes can stop at a
 time limit with a valid (weaker) bound. Nodes are visited in decreasing order of their
@@ -69,40 +70,85 @@ class CutBound:
 
 
 class _ClosureNetwork:
-    """The arcs shared by every node's cut (module docstring): ``x_u`` is flow node
-    ``u``, ``d_u`` is ``n + u``, the source ``2 n`` and the sink ``2 n + 1``."""
+    """The closure network of a node's cut (module docstring), with the nodes the cut
+    fixes contracted away: ``x_u`` is flow node ``u``, ``d_u`` is ``n + u``, the source
+    ``2 n`` and the sink ``2 n + 1``; only the nodes that are neither ancestors of ``v``
+    nor ``v`` or its descendants (``v``'s siblings) get an ``x`` item."""
 
     def __init__(self, graph: Graph, *, keep_outputs: bool) -> None:
         n = graph.num_nodes
-        src, dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
+        self.n = n
+        self.src, self.dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
         sinks = graph.out_degree == 0
-        counted = np.ones(n, dtype=bool) if keep_outputs else ~sinks
-        total = float(graph.mem[counted].sum())
+        self.counted = np.ones(n, dtype=bool) if keep_outputs else ~sinks
+        self.freeable = self.counted & ~sinks  # d_u: its output can be freed
+        total = float(graph.mem[self.counted].sum())
         # a power of two: integer sizes (and floats with short mantissas) stay exact
         self.scale = 2.0 ** np.floor(np.log2(CAPACITY_SCALE / total)) if total > 0 else 1.0
-        capacity = np.floor(np.where(counted, graph.mem, 0.0) * self.scale).astype(np.int64)
-        freed = np.flatnonzero(counted & ~sinks)  # d_u: its output can be freed
-        held = np.flatnonzero(counted)  # x_u: its output counts once run
+        self.capacity = np.floor(np.where(self.counted, graph.mem, 0.0) * self.scale).astype(
+            np.int64
+        )
+        self.mem = graph.mem
         self.source, self.sink = 2 * n, 2 * n + 1
-        infinite = np.full(src.size, INFINITE, dtype=np.int64)
-        self.tails = np.concatenate([n + src, dst, np.full(freed.size, self.source), held])
-        self.heads = np.concatenate([dst, src, n + freed, np.full(held.size, self.sink)])
-        self.capacities = np.concatenate([infinite, infinite, capacity[freed], capacity[held]])
-        self.freed_capacity = int(capacity[freed].sum())
-        self.counted, self.mem = counted, graph.mem
-        self.src, self.dst = src, dst
 
     def least_live(self, ancestors: np.ndarray, below: np.ndarray) -> float:
-        """``min live(S)`` over downsets holding ``ancestors`` and none of ``below``."""
+        """``min live(S)`` over downsets holding ``ancestors`` and none of ``below``.
+
+        An ancestor's output is live unless ``d_u`` (all its consumers run) holds; a
+        consumer in ``below`` makes that impossible, and with every consumer an
+        ancestor it holds for free. A sibling's ``d_u`` implies its consumers' ``x``
+        (all siblings then: a consumer that is an ancestor of ``v`` would make ``u`` one),
+        which imply ``x_u``."""
+        n, src, dst, capacity = self.n, self.src, self.dst, self.capacity
+        side = np.zeros(n, dtype=np.int8)  # 0: sibling, 1: in S, 2: out of S
+        side[ancestors], side[below] = 1, 2
+        src_side, dst_side = side[src], side[dst]
+        blocked = np.zeros(n, dtype=bool)
+        blocked[src[dst_side == 2]] = True
+        waiting = np.zeros(n, dtype=bool)  # an ancestor with a consumer among the siblings
+        waiting[src[(src_side == 1) & (dst_side == 0)]] = True
+        freeable = self.freeable & ~blocked
+        d_items = np.flatnonzero(freeable & ((side == 0) | waiting))
+        x_items = np.flatnonzero((side == 0) & self.counted)
+        constant = int(capacity[side == 1].sum())
+        constant -= int(capacity[freeable & (side == 1) & ~waiting].sum())
+        implies_x = np.zeros(n, dtype=bool)
+        implies_x[d_items] = True
+        d_arcs = implies_x[src] & (dst_side == 0)  # d_u => x_s
+        x_arcs = (src_side == 0) & (dst_side == 0)  # x_s => x_u
         flow = max_flow.SimpleMaxFlow()
         flow.add_arcs_with_capacity(
-            np.concatenate([self.tails, np.full(ancestors.size, self.source), below]),
-            np.concatenate([self.heads, ancestors, np.full(below.size, self.sink)]),
-            np.concatenate([self.capacities, np.full(ancestors.size + below.size, INFINITE)]),
+            np.concatenate(
+                [
+                    n + src[d_arcs],
+                    dst[x_arcs],
+                    [self.source],
+                    np.full(d_items.size, self.source),
+                    x_items,
+                ]
+            ),
+            np.concatenate(
+                [
+                    dst[d_arcs],
+                    src[x_arcs],
+                    [self.sink],
+                    n + d_items,
+                    np.full(x_items.size, self.sink),
+                ]
+            ),
+            np.concatenate(
+                [
+                    np.full(d_arcs.sum() + x_arcs.sum(), INFINITE),
+                    [0],
+                    capacity[d_items],
+                    capacity[x_items],
+                ]
+            ),
         )
         if flow.solve(self.source, self.sink) != flow.OPTIMAL:
             raise RuntimeError("OR-Tools max flow did not reach an optimum")
-        return (flow.optimal_flow() - self.freed_capacity) / self.scale
+        freed = int(capacity[d_items].sum())
+        return (constant - freed + flow.optimal_flow()) / self.scale
 
     def live(self, members: np.ndarray) -> float:
         """``live(S)`` of the set ``S`` marked by the boolean array ``members``."""

@@ -42,7 +42,7 @@ anchored DP on ``largest`` steps (on small graphs the whole graph), like SERENIT
 (Ahn et al., 2020) DP on graph segments but with the segments chosen at the peak.
 With a beam as wide as every step, the whole-graph window is the exact DP: the search
 stops early then (``proved_optimal``), and when the peak meets the lower bound:
-``must_live_bound`` from the start, raised to ``cut_bound`` (minimum cuts, a few seconds
+``must_live_bound`` from the start, raised to ``cut_bound`` (minimum cuts, about 0.5 s
 at 2000 nodes) given ``CUT_BOUND_SHARE`` of the time left, the second time a search has
 failed every window size (after a kick has had its chance: the search has stalled, so
 the time is cheapest there).
