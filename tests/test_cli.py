@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from dagopt.cli.main import app
+from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_graph_json
-from dagopt.objectives import peak_memory
+from dagopt.objectives import must_live_bound, peak_memory
 from dagopt.schedule.base import SOLVERS, SolverResult, register
 
 runner = CliRunner()
@@ -351,3 +352,14 @@ def test_evaluate_prints_the_cut_bound_unless_bound_time_is_zero(tmp_path):
     assert dagopt("evaluate", graph, order).stdout.strip() == "peak 10, lower bound 10"
     must_live = dagopt("evaluate", graph, order, "--bound-time", "0")
     assert must_live.stdout.strip() == "peak 10, lower bound 9"
+
+
+def test_schedule_prints_anytime_s_cut_bound_when_stronger(tmp_path):
+    # the optimum of this graph is 25 % above its must-live bound and equal to its cut
+    # bound, which anytime computes once stalled and proves its order optimal with
+    g = generate_layered(300, seed=7)
+    path = write_graph_json(g, tmp_path / "g.json")
+    line = dagopt("schedule", path, "-m", "anytime", "--time-limit", 60).stdout.strip()
+    peak, bound = (float(x) for x in re.findall(r"(?:peak|lower bound) ([0-9.]+)", line))
+    assert bound == pytest.approx(peak, rel=1e-6) and bound > 1.2 * must_live_bound(g)
+    assert line.endswith("proved optimal: yes")

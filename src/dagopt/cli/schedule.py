@@ -58,9 +58,14 @@ class SolveJob:
 
 
 def _result_line(graph: Graph, result: Schedule, keep_outputs: bool) -> str:
+    """The must-live bound, or the solver's own when stronger (``anytime``'s cut bound)."""
+    bound = max(
+        must_live_bound(graph, keep_outputs=keep_outputs),
+        float(result.info.get("lower bound", 0.0)),
+    )
     return (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
-        f"lower bound {fmt_mem(must_live_bound(graph, keep_outputs=keep_outputs))}, "
+        f"lower bound {fmt_mem(bound)}, "
         f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
         f"proved optimal: {fmt_proved(result.proved_optimal)}"
     )
