@@ -169,7 +169,7 @@ def test_stops_early_once_optimal():
 
 def test_proves_optimality_by_the_cut_bound_where_must_live_is_loose():
     # a 300-node layered graph whose optimal peak is 25 % above the must-live bound and
-    # equal to the cut bound, computed once the search has stalled twice
+    # equal to the cut bound, computed once the search has stalled
     g = generate_layered(300, seed=7)
     schedule = solve(g, "anytime", seed=0, time_limit=60)
     bound = schedule.info["lower bound"]

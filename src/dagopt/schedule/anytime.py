@@ -43,9 +43,8 @@ anchored DP on ``largest`` steps (on small graphs the whole graph), like SERENIT
 With a beam as wide as every step, the whole-graph window is the exact DP: the search
 stops early then (``proved_optimal``), and when the peak meets the lower bound:
 ``must_live_bound`` from the start, raised to ``cut_bound`` (minimum cuts, about 0.5 s
-at 2000 nodes) given ``CUT_BOUND_SHARE`` of the time left, the second time a search has
-failed every window size (after a kick has had its chance: the search has stalled, so
-the time is cheapest there).
+at 2000 nodes) given ``CUT_BOUND_SHARE`` of the time left, the first time a search has
+failed every window size (the search has stalled, so the time is cheapest there).
 
 Guidance (``guide``): a priority model's greedy order (``neural.guide_order``, paper 000
 section 4.2) is a second start beside Inductor's; the one of lower peak starts the
@@ -114,7 +113,7 @@ CLOSURE_DISTANCES = np.array([2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 19
 #: training graph: -29.8 % from Inductor in 10 s, against -2.2 % with 256 steps), so
 #: windows grow to the whole graph by default (docs/ordering.md, tuning round 2).
 LARGEST_WINDOW = 0
-#: The share of the time left given to ``cut_bound`` when the search stalls again.
+#: The share of the time left given to ``cut_bound`` when the search first stalls.
 CUT_BOUND_SHARE = 0.25
 #: A peak within this relative distance of a lower bound is taken as meeting it (the
 #: cut bound rounds each size down to a multiple of 2**-50 of their sum).
@@ -426,10 +425,7 @@ def search_thread(
             else:
                 level, beam = 0, 2 * beam
                 began = time.perf_counter()
-                stalled = counts["kicks"] > 0  # a kick has had its chance: stalled again
-                if stalled and incumbent.tighten_bound(
-                    graph, keep_outputs=keep_outputs, deadline=deadline
-                ):
+                if incumbent.tighten_bound(graph, keep_outputs=keep_outputs, deadline=deadline):
                     counts["cut bound seconds"] += time.perf_counter() - began
                     if incumbent.meets_bound():
                         counts["proved"] = True
