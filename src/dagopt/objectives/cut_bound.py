@@ -59,9 +59,8 @@ INFINITE = 2**62
 @dataclass(frozen=True)
 class CutBound:
     """``bound``: the lower bound; ``node``: the ``v`` that gives it (-1: none beats
-    ``must_live_bound``);
-    ``cuts``: minimum cuts solved; ``complete``: every node was considered (not stopped
-    by the time limit)."""
+    ``must_live_bound``); ``cuts``: minimum cuts solved; ``complete``: every node was
+    considered (not stopped by the time limit)."""
 
     bound: float
     node: int
@@ -171,9 +170,10 @@ def cut_bound(
         return CutBound(floor, -1, 0, True)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     network = _ClosureNetwork(graph, keep_outputs=keep_outputs)
-    src, dst = network.src, network.dst
-    forward = sp.csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
-    backward = forward.T.tocsr()
+    forward, backward = (
+        sp.csr_matrix((np.ones(idx.size), idx, ptr), shape=(n, n))
+        for ptr, idx in ((graph.succ_ptr, graph.succ_idx), (graph.pred_ptr, graph.pred_idx))
+    )
     run = graph.mem + graph.param_mem
     forced = must_live_memory(graph)
     visit = np.argsort(-(run if forced is None else forced), kind="stable")
