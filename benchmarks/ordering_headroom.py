@@ -15,8 +15,9 @@ bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``
 (``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds), each also in its own
 column, to show where it is tight. The runs go to ``--out`` (CSV) as they finish and a
 rerun resumes (``--fresh`` reruns all). ``--reference`` (the reference CSV of
-``benchmarks/anytime.py``) adds each layered graph's gaps to its reference peak, the
-bound's first: the least gap any order can reach.
+``benchmarks/anytime.py``; its ``approx-dp`` runs at ``--reference-width``) adds each
+layered graph's gaps to its reference peak, the bound's first: the least gap any order
+can reach.
 """
 
 import argparse
@@ -59,6 +60,22 @@ def gap(peak: float, bound: float) -> float:
     return 100.0 * (peak / bound - 1.0) if bound > 0 else 0.0
 
 
+def runs_by_graph(runs: list[Run]) -> dict[str, dict[str, Run]]:
+    by_graph: dict[str, dict[str, Run]] = {}
+    for run in runs:
+        by_graph.setdefault(run.graph, {})[run.method] = run
+    return by_graph
+
+
+def best_bound(by_label: dict[str, Run]) -> tuple[float, str]:
+    """A graph's best proved bound and how: the exact optimum where ``exact-dp``
+    finished, else the stronger of the must-live and cut bounds."""
+    if by_label[BOUND].proved_optimal:
+        return by_label[BOUND].peak_memory, EXACT
+    must_live, cut = by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory
+    return (cut, CUT) if cut > must_live else (must_live, MUST_LIVE)
+
+
 def headroom_table(runs: list[Run], labels: list[str]) -> str:
     """Markdown: per graph its bound, the best order found and each method's % gap to
     the bound; a mean row per size of layered graphs."""
@@ -66,16 +83,10 @@ def headroom_table(runs: list[Run], labels: list[str]) -> str:
     header.append("best found (% gap)")
     header += [f"{label}: % gap" for label in labels]
     lines = [markdown_row(header), markdown_rule("lrrrrl" + "r" * len(labels))]
-    by_graph: dict[str, dict[str, Run]] = {}
-    for run in runs:
-        by_graph.setdefault(run.graph, {})[run.method] = run
     means: dict[int, list[list[float]]] = {}
-    for key, by_label in by_graph.items():
+    for key, by_label in runs_by_graph(runs).items():
         must_live, cut = by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory
-        if by_label[BOUND].proved_optimal:
-            bound, how = by_label[BOUND].peak_memory, EXACT
-        else:
-            bound, how = (cut, CUT) if cut > must_live else (must_live, MUST_LIVE)
+        bound, how = best_bound(by_label)
         gaps = [gap(by_label[label].peak_memory, bound) for label in labels]
         best = int(np.argmin(gaps))
         row = [key, f"{by_label[BOUND].size:,}", f"{must_live:.6g}", f"{cut:.6g}"]
@@ -100,25 +111,20 @@ def headroom_table(runs: list[Run], labels: list[str]) -> str:
 
 
 def reference_table(runs: list[Run], references: list[Run], labels: list[str]) -> str:
-    """Markdown: per layered graph with a reference run (``benchmarks/anytime.py``'s
-    cached ``approx-dp`` reference), the % gap of the lower bound and of each method to
-    the reference peak, and a mean row per size. The bound's gap is the least any order
-    can reach."""
+    """Markdown: per layered graph with a run in ``references`` (one per graph: the
+    ``approx-dp`` reference that ``benchmarks/anytime.py`` caches), the % gap of the
+    lower bound and of each method to the reference peak, and a mean row per size. The
+    bound's gap is the least any order can reach."""
     reference = {run.graph: run for run in references}
     header = ["graph", "nodes", "reference", "lower bound: % vs reference"]
     header += [f"{label}: % vs reference" for label in labels]
     lines = [markdown_row(header), markdown_rule("lrl" + "r" * (len(labels) + 1))]
-    by_graph: dict[str, dict[str, Run]] = {}
-    for run in runs:
-        by_graph.setdefault(run.graph, {})[run.method] = run
     means: dict[int, list[list[float]]] = {}
-    for key, by_label in by_graph.items():
+    for key, by_label in runs_by_graph(runs).items():
         if key not in reference:
             continue
         peak = reference[key].peak_memory
-        bound = max(by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory)
-        if by_label[BOUND].proved_optimal:
-            bound = by_label[BOUND].peak_memory
+        bound, _ = best_bound(by_label)
         gaps = [gap(bound, peak)] + [gap(by_label[label].peak_memory, peak) for label in labels]
         size = by_label[BOUND].size
         lines.append(
@@ -152,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
         "--reference",
         help="CSV of reference runs (benchmarks/anytime.py --reference-out): also print "
         "each layered graph's gaps to its reference peak",
+    )
+    parser.add_argument(
+        "--reference-width", type=int, default=10000, help="the reference runs' approx-dp K"
     )
     args = parser.parse_args(argv)
 
@@ -222,8 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"% gap of each method's peak to the best proved lower bound (CSV: {out})\n")
     print(headroom_table(runs, labels))
     if args.reference:
-        references = read_runs_csv(Path(args.reference).read_text())
-        print(f"% gap to the reference runs of {args.reference}\n")
+        method = f"approx-dp K={args.reference_width}"
+        references = [
+            run for run in read_runs_csv(Path(args.reference).read_text()) if run.method == method
+        ]
+        print(f"% gap to the {method} runs of {args.reference}\n")
         print(reference_table(runs, references, labels))
     return 0
 
