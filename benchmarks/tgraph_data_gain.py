@@ -47,11 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_row(header))
     print(markdown_rule("llrrrr"))
     listings = []
+    works = [*args.before, *args.after]
     for collection in args.collections:
         graphs = None
         folder = collection.replace(":", "-")
         for variant in sorted(p.parent.name for p in (args.after[0] / folder).glob("*/model.pt")):
-            works = [*args.before, *args.after]
             runs = [work / folder / variant for work in works]
             if not all((run / "model.pt").is_file() for run in runs):
                 continue
