@@ -4,8 +4,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagopt import Graph
+from dagopt.generate import generate_layered
 from dagopt.objectives import bounds as bounds_module
 from dagopt.objectives import (
+    branch_bound,
     cut_bound,
     lower_bound,
     must_live_bound,
@@ -109,3 +111,36 @@ def test_cut_bound_never_above_the_optimum_nor_below_must_live(g, keep):
     assert bound <= optimum * (1 + 1e-12) + 1e-12
     for order in all_topological_orders(g):
         assert peak_memory(g, order, keep_outputs=keep) >= bound * (1 - 1e-12) - 1e-12
+
+
+def test_branch_bound_proves_an_order_optimal_where_the_cut_bound_cannot():
+    g = generate_layered(40, seed=2)
+    optimum = solve(g, "exact-dp").peak_memory
+    assert cut_bound(g).bound < 0.9 * optimum
+    result = branch_bound(g, upper=optimum, time_limit=30)
+    assert result.optimal and result.bound == optimum and result.expanded >= 1
+
+
+def test_branch_bound_stopped_at_once_is_still_a_bound():
+    g = generate_layered(40, seed=2)
+    stopped = branch_bound(g, upper=1e9, time_limit=0.0)
+    assert not stopped.optimal and stopped.expanded == 0
+    assert stopped.bound == must_live_bound(g)
+
+
+def test_branch_bound_of_the_empty_graph():
+    assert branch_bound(Graph(0, [], [], mem=[]), upper=0.0, time_limit=1).optimal
+
+
+@settings(max_examples=150, deadline=None)
+@given(dags(max_nodes=8, integer_sizes=False), st.booleans())
+def test_branch_bound_between_the_cut_bound_and_the_optimum(g, keep):
+    # upper: the peak of a first-found order, usually not optimal, so that the search
+    # branches until its time limit or a single order (whose peak is then the optimum)
+    upper = peak_memory(g, next(all_topological_orders(g)), keep_outputs=keep)
+    result = branch_bound(g, upper=upper, keep_outputs=keep, time_limit=2)
+    optimum = solve(g, "exact-dp", keep_outputs=keep).peak_memory
+    assert result.bound <= optimum * (1 + 1e-12) + 1e-12
+    assert result.bound >= min(cut_bound(g, keep_outputs=keep).bound, upper) * (1 - 1e-12)
+    if result.optimal:
+        assert result.bound == pytest.approx(optimum, rel=1e-9)

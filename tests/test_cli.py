@@ -15,6 +15,7 @@ from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_graph_json
 from dagopt.objectives import must_live_bound, peak_memory
+from dagopt.schedule import solve
 from dagopt.schedule.base import SOLVERS, SolverResult, register
 
 runner = CliRunner()
@@ -265,7 +266,9 @@ def test_evaluate_profile_prints_every_step(diamond, tmp_path):
     result = dagopt("evaluate", diamond, path, "--profile")
     assert result.exit_code == 0, result.output
     assert "during" in result.stdout and "live after" in result.stdout
-    assert result.stdout.splitlines()[-1] == "peak 45, lower bound 40"
+    # both orders of b and c hold a, b and c at once: 45 is the optimum, which the branch
+    # bound proves (the must-live bound is 40)
+    assert result.stdout.splitlines()[-1] == "peak 45, lower bound 45 (proved optimal)"
 
 
 def test_evaluate_keep_outputs_counts_graph_outputs(tmp_path):
@@ -279,9 +282,9 @@ def test_evaluate_keep_outputs_counts_graph_outputs(tmp_path):
     graph = write_json(tmp_path / "fork.json", fork)
     order = write_json(tmp_path / "order.json", {"order": ["x", "y", "z"], "peak_memory": 6})
     plain = dagopt("evaluate", graph, order)
-    assert plain.stdout.strip() == "peak 6, lower bound 6, recorded peak 6"
-    kept = dagopt("evaluate", graph, order, "--keep-outputs")
-    # kept outputs: both sinks are live at the last step, so the bound is 3 + 4
+    assert plain.stdout.strip() == "peak 6, lower bound 6 (proved optimal), recorded peak 6"
+    kept = dagopt("evaluate", graph, order, "--keep-outputs", "--bound-time", "0")
+    # kept outputs: both sinks are live at the last step, so the must-live bound is 3 + 4
     assert kept.stdout.startswith("peak 9, lower bound 7, recorded peak 6 (differs")
 
 
@@ -340,7 +343,7 @@ def test_schedule_anytime_takes_its_options(medium):
     assert dagopt("schedule", medium, "-m", "anytime", "--threads", 0).exit_code == 2
 
 
-def test_evaluate_prints_the_cut_bound_unless_bound_time_is_zero(tmp_path):
+def test_evaluate_prints_the_branch_bound_unless_bound_time_is_zero(tmp_path, medium):
     # 0 -> 1 -> 3 -> 4 and 0 -> 2 -> 4: the cut bound (10) beats the must-live bound (9)
     edges = [(0, 1), (0, 2), (1, 3), (2, 4), (3, 4)]
     siblings = with_nodes(
@@ -349,9 +352,16 @@ def test_evaluate_prints_the_cut_bound_unless_bound_time_is_zero(tmp_path):
     )
     graph = write_json(tmp_path / "siblings.json", siblings)
     order = write_json(tmp_path / "order.json", {"order": ["0", "1", "2", "3", "4"]})
-    assert dagopt("evaluate", graph, order).stdout.strip() == "peak 10, lower bound 10"
+    proved = dagopt("evaluate", graph, order).stdout.strip()
+    assert proved == "peak 10, lower bound 10 (proved optimal)"
     must_live = dagopt("evaluate", graph, order, "--bound-time", "0")
     assert must_live.stdout.strip() == "peak 10, lower bound 9"
+    # bfs's order is not optimal; branching to a single order finds the optimum (exact-dp's)
+    bfs = tmp_path / "bfs.json"
+    assert dagopt("schedule", medium, "-m", "bfs", "--out", bfs).exit_code == 0
+    optimum = solve(load(medium), "exact-dp").peak_memory
+    line = dagopt("evaluate", medium, bfs).stdout.strip()
+    assert line == f"peak 42, lower bound {optimum:g} (the optimum), recorded peak 42"
 
 
 def test_schedule_prints_anytime_s_cut_bound_when_stronger(tmp_path):

@@ -20,7 +20,7 @@ from dagopt.cli.output import (
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
-from dagopt.objectives import MemoryProfile, cut_bound, memory_profile, must_live_bound
+from dagopt.objectives import MemoryProfile, branch_bound, memory_profile, must_live_bound
 from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
@@ -184,25 +184,33 @@ def evaluate(
         typer.Option(
             "--bound-time",
             min=0.0,
-            help="Seconds for the cut lower bound (0: the must-live bound only).",
+            help="Seconds for the lower bound: the cut bound, raised by branch and bound until "
+            "it meets the order's peak or the time is up (0: the must-live bound only).",
         ),
     ] = 10.0,
 ) -> None:
     """Peak memory of the order in ORDER on GRAPH, next to the strongest lower bound found
-    in --bound-time seconds (``cut_bound``) and the recorded peak."""
+    in --bound-time seconds (``branch_bound``: the cut bound, then branching on
+    precedences; "proved optimal" when it meets the peak) and the recorded peak."""
     graph = load(graph_path)
     order_file = read_order(order_path, graph)
     steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)
     if profile:
         console.print(_profile_table(graph, steps))
+    line = f"peak {fmt_mem(steps.peak)}, lower bound "
     if bound_time > 0:
-        found = cut_bound(graph, keep_outputs=keep_outputs, time_limit=bound_time)
-        bound, partial_bound = found.bound, not found.complete
+        found = branch_bound(
+            graph, upper=steps.peak, keep_outputs=keep_outputs, time_limit=bound_time
+        )
+        line += fmt_mem(found.bound)
+        if not found.optimal:
+            line += f" (stopped at --bound-time {bound_time:g} s)"
+        elif math.isclose(found.bound, steps.peak, rel_tol=1e-9):
+            line += " (proved optimal)"
+        else:
+            line += " (the optimum)"
     else:
-        bound, partial_bound = must_live_bound(graph, keep_outputs=keep_outputs), False
-    line = f"peak {fmt_mem(steps.peak)}, lower bound {fmt_mem(bound)}"
-    if partial_bound:
-        line += f" (cut bound stopped at --bound-time {bound_time:g} s)"
+        line += fmt_mem(must_live_bound(graph, keep_outputs=keep_outputs))
     recorded = order_file.peak_memory
     if recorded is not None:
         line += f", recorded peak {fmt_mem(recorded)}"

@@ -1,6 +1,7 @@
 """Objectives: the single source of truth for every number a solver reports."""
 
 from dagopt.objectives.bounds import must_live_bound, must_live_memory
+from dagopt.objectives.branch_bound import BranchBound, branch_bound
 from dagopt.objectives.cut_bound import CutBound, cut_bound
 from dagopt.objectives.memory import (
     MemoryProfile,
@@ -12,9 +13,11 @@ from dagopt.objectives.memory import (
 from dagopt.objectives.state import MemoryState
 
 __all__ = [
+    "BranchBound",
     "CutBound",
     "MemoryProfile",
     "MemoryState",
+    "branch_bound",
     "cut_bound",
     "lower_bound",
     "memory_profile",

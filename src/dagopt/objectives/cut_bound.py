@@ -38,6 +38,7 @@ so far (at first ``must_live_bound``).
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +69,11 @@ class CutBound:
     complete: bool
 
 
-class _ClosureNetwork:
+#: No order arcs (``ClosureNetwork.least_live``).
+NO_ARCS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+class ClosureNetwork:
     """The closure network of a node's cut (module docstring), with the nodes the cut
     fixes contracted away: ``x_u`` is flow node ``u``, ``d_u`` is ``n + u``, the source
     ``2 n`` and the sink ``2 n + 1``; only the nodes that are neither ancestors of ``v``
@@ -90,9 +95,18 @@ class _ClosureNetwork:
         self.mem = graph.mem
         self.source, self.sink = 2 * n, 2 * n + 1
 
-    def least_live(self, ancestors: np.ndarray, below: np.ndarray) -> float:
-        """``min live(S)`` over downsets holding ``ancestors`` and none of ``below``.
+    def least_live(
+        self,
+        ancestors: np.ndarray,
+        below: np.ndarray,
+        order_arcs: tuple[np.ndarray, np.ndarray] = NO_ARCS,
+    ) -> tuple[float, np.ndarray]:
+        """``min live(S)`` over downsets holding ``ancestors`` and none of ``below``, and
+        an ``S`` that attains it (a boolean mask: the source side of the minimum cut).
 
+        ``order_arcs`` (``src``, ``dst``): precedences beyond the graph's edges that ``S``
+        must respect too (``dst`` in ``S`` only with ``src``), which move no memory
+        (``branch_bound``); ``ancestors`` and ``below`` must already follow them.
         An ancestor's output is live unless ``d_u`` (all its consumers run) holds; a
         consumer in ``below`` makes that impossible, and with every consumer an
         ancestor it holds for free. A sibling's ``d_u`` implies its consumers' ``x``
@@ -114,13 +128,14 @@ class _ClosureNetwork:
         implies_x = np.zeros(n, dtype=bool)
         implies_x[d_items] = True
         d_arcs = implies_x[src] & (dst_side == 0)  # d_u => x_s
-        x_arcs = (src_side == 0) & (dst_side == 0)  # x_s => x_u
+        before, after = np.concatenate([src, order_arcs[0]]), np.concatenate([dst, order_arcs[1]])
+        x_arcs = (side[before] == 0) & (side[after] == 0)  # x_s => x_u
         flow = max_flow.SimpleMaxFlow()
         flow.add_arcs_with_capacity(
             np.concatenate(
                 [
                     n + src[d_arcs],
-                    dst[x_arcs],
+                    after[x_arcs],
                     [self.source],
                     np.full(d_items.size, self.source),
                     x_items,
@@ -129,7 +144,7 @@ class _ClosureNetwork:
             np.concatenate(
                 [
                     dst[d_arcs],
-                    src[x_arcs],
+                    before[x_arcs],
                     [self.sink],
                     n + d_items,
                     np.full(x_items.size, self.sink),
@@ -147,7 +162,11 @@ class _ClosureNetwork:
         if flow.solve(self.source, self.sink) != flow.OPTIMAL:
             raise RuntimeError("OR-Tools max flow did not reach an optimum")
         freed = int(capacity[d_items].sum())
-        return (constant - freed + flow.optimal_flow()) / self.scale
+        members = side == 1
+        chosen = np.asarray(flow.get_source_side_min_cut(), dtype=np.int64)
+        chosen = chosen[chosen < n]
+        members[chosen[side[chosen] == 0]] = True
+        return (constant - freed + flow.optimal_flow()) / self.scale, members
 
     def live(self, members: np.ndarray) -> float:
         """``live(S)`` of the set ``S`` marked by the boolean array ``members``."""
@@ -157,23 +176,40 @@ class _ClosureNetwork:
         return float(self.mem[live & self.counted].sum())
 
 
-def cut_bound(
-    graph: Graph, *, keep_outputs: bool = False, time_limit: float | None = None
+class Precedence:
+    """The graph's edges plus order arcs (``src``, ``dst``): each node's ancestors and
+    descendants under both (breadth-first search on CSR matrices)."""
+
+    def __init__(self, graph: Graph, arcs: tuple[np.ndarray, np.ndarray] = NO_ARCS) -> None:
+        n = graph.num_nodes
+        src, dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
+        before, after = np.concatenate([src, arcs[0]]), np.concatenate([dst, arcs[1]])
+        self.arcs = arcs
+        self.forward = sp.csr_matrix((np.ones(before.size), (before, after)), shape=(n, n))
+        self.backward = self.forward.T.tocsr()
+
+    def ancestors(self, v: int) -> np.ndarray:
+        return breadth_first_order(self.backward, v, return_predecessors=False)[1:]
+
+    def below(self, v: int) -> np.ndarray:
+        """``v`` and its descendants."""
+        return breadth_first_order(self.forward, v, return_predecessors=False)
+
+
+def scan_cuts(
+    graph: Graph,
+    network: ClosureNetwork,
+    precedence: Precedence,
+    *,
+    floor: float,
+    deadline: float | None,
+    on_cut: Callable[[int, float, np.ndarray], None] | None = None,
 ) -> CutBound:
-    """The cut bound (module docstring) of ``graph``, with ``keep_outputs`` as in
-    ``peak_memory``, never below ``must_live_bound``. ``time_limit`` (seconds): stop
-    considering nodes then; the bound found so far is still valid (``complete`` is
-    false)."""
+    """The largest cut of any node (``run(v) + min live(S)``, module docstring) under
+    ``precedence``, at least ``floor``: nodes visited by must-live memory, each cut (and
+    passed to ``on_cut`` with its value and witness ``S``) only when its upper bound
+    ``run(v) + live(anc(v))`` beats the best so far; stops at ``deadline``."""
     n = graph.num_nodes
-    floor = must_live_bound(graph, keep_outputs=keep_outputs)
-    if n == 0:
-        return CutBound(floor, -1, 0, True)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    network = _ClosureNetwork(graph, keep_outputs=keep_outputs)
-    forward, backward = (
-        sp.csr_matrix((np.ones(idx.size), idx, ptr), shape=(n, n))
-        for ptr, idx in ((graph.succ_ptr, graph.succ_idx), (graph.pred_ptr, graph.pred_idx))
-    )
     run = graph.mem + graph.param_mem
     forced = must_live_memory(graph)
     visit = np.argsort(-(run if forced is None else forced), kind="stable")
@@ -182,16 +218,33 @@ def cut_bound(
     for done, v in enumerate(visit):
         if deadline is not None and time.perf_counter() > deadline:
             return CutBound(best, best_node, cuts, False)
-        ancestors = breadth_first_order(backward, v, return_predecessors=False)[1:]
+        ancestors = precedence.ancestors(v)
         members[ancestors] = True
         upper = run[v] + network.live(members)
         members[ancestors] = False
         if upper > best:
-            below = breadth_first_order(forward, v, return_predecessors=False)
-            value = run[v] + network.least_live(ancestors, below)
+            live, witness = network.least_live(ancestors, precedence.below(v), precedence.arcs)
+            value = float(run[v] + live)
             cuts += 1
+            if on_cut is not None:
+                on_cut(int(v), value, witness)
             if value > best:
-                best, best_node = float(value), int(v)
+                best, best_node = value, int(v)
         if done % 256 == 0:
             report("cut bound", done, n)
     return CutBound(best, best_node, cuts, True)
+
+
+def cut_bound(
+    graph: Graph, *, keep_outputs: bool = False, time_limit: float | None = None
+) -> CutBound:
+    """The cut bound (module docstring) of ``graph``, with ``keep_outputs`` as in
+    ``peak_memory``, never below ``must_live_bound``. ``time_limit`` (seconds): stop
+    considering nodes then; the bound found so far is still valid (``complete`` is
+    false)."""
+    floor = must_live_bound(graph, keep_outputs=keep_outputs)
+    if graph.num_nodes == 0:
+        return CutBound(floor, -1, 0, True)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    network = ClosureNetwork(graph, keep_outputs=keep_outputs)
+    return scan_cuts(graph, network, Precedence(graph), floor=floor, deadline=deadline)
