@@ -10,10 +10,13 @@ graphs (``model/size/mode``, graph outputs kept as PyTorch does), the best prove
 bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``,
 ``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a
 % gap to the bound. The bound is the optimum itself when ``exact-dp`` finishes within
-``--exact-states`` states per step and ``--exact-time`` seconds, else the stronger of
-``must_live_bound`` (``dagopt.objectives.bounds``) and ``cut_bound``
-(``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds), each also in its own
-column, to show where it is tight. The runs go to ``--out`` (CSV) as they finish and a
+``--exact-states`` states per step and ``--exact-time`` seconds, else the strongest of
+``must_live_bound`` (``dagopt.objectives.bounds``), ``cut_bound``
+(``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds) and ``branch_bound``
+(``dagopt.objectives.branch_bound``: the cut bound raised by branch and bound until it
+meets the best peak found or ``--branch-time`` seconds pass), each also in its own
+column, to show where it is tight ("proved optimal": the branch bound met the best peak
+found, which is then the optimum). The runs go to ``--out`` (CSV) as they finish and a
 rerun resumes (``--fresh`` reruns all). ``--reference`` (the reference CSV of
 ``benchmarks/anytime.py``; its ``approx-dp`` runs at ``--reference-width``) adds each
 layered graph's gaps to its reference peak, the bound's first: the least gap any order
@@ -35,11 +38,11 @@ from dagopt.bench.realgraphs import solve_outputs_kept
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
-from dagopt.objectives import cut_bound, must_live_bound
+from dagopt.objectives import branch_bound, cut_bound, must_live_bound
 from dagopt.schedule import Schedule, solve
 
 BOUND = "lower bound"
-EXACT, MUST_LIVE, CUT = "exact DP", "must-live", "cut"
+EXACT, MUST_LIVE, CUT, BRANCH = "exact DP", "must-live", "cut", "branch"
 
 
 def proved_bound(
@@ -69,29 +72,30 @@ def runs_by_graph(runs: list[Run]) -> dict[str, dict[str, Run]]:
 
 def best_bound(by_label: dict[str, Run]) -> tuple[float, str]:
     """A graph's best proved bound and how: the exact optimum where ``exact-dp``
-    finished, else the stronger of the must-live and cut bounds."""
+    finished, else the strongest of the must-live, cut and branch bounds."""
     if by_label[BOUND].proved_optimal:
         return by_label[BOUND].peak_memory, EXACT
-    must_live, cut = by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory
-    return (cut, CUT) if cut > must_live else (must_live, MUST_LIVE)
+    bounds = [(by_label[label].peak_memory, label) for label in (MUST_LIVE, CUT, BRANCH)]
+    return max(bounds, key=lambda bound: bound[0])
 
 
 def headroom_table(runs: list[Run], labels: list[str]) -> str:
     """Markdown: per graph its bound, the best order found and each method's % gap to
     the bound; a mean row per size of layered graphs."""
-    header = ["graph", "nodes", "must-live bound", "cut bound", "lower bound"]
+    header = ["graph", "nodes", "must-live bound", "cut bound", "branch bound", "lower bound"]
     header.append("best found (% gap)")
     header += [f"{label}: % gap" for label in labels]
-    lines = [markdown_row(header), markdown_rule("lrrrrl" + "r" * len(labels))]
+    lines = [markdown_row(header), markdown_rule("lrrrrrl" + "r" * len(labels))]
     means: dict[int, list[list[float]]] = {}
     for key, by_label in runs_by_graph(runs).items():
-        must_live, cut = by_label[MUST_LIVE].peak_memory, by_label[CUT].peak_memory
         bound, how = best_bound(by_label)
         gaps = [gap(by_label[label].peak_memory, bound) for label in labels]
         best = int(np.argmin(gaps))
-        row = [key, f"{by_label[BOUND].size:,}", f"{must_live:.6g}", f"{cut:.6g}"]
+        row = [key, f"{by_label[BOUND].size:,}"]
+        row += [f"{by_label[label].peak_memory:.6g}" for label in (MUST_LIVE, CUT, BRANCH)]
         row.append(f"{bound:.6g} ({how})")
-        row.append(f"{labels[best]} ({gaps[best]:.2f})")
+        proved = ", proved optimal" if by_label[BRANCH].proved_optimal else ""
+        row.append(f"{labels[best]} ({gaps[best]:.2f}{proved})")
         lines.append(markdown_row(row + [f"{g:.2f}" for g in gaps]))
         if key.startswith("layered"):
             means.setdefault(by_label[BOUND].size, []).append(gaps)
@@ -101,6 +105,7 @@ def headroom_table(runs: list[Run], labels: list[str]) -> str:
         row = [
             f"mean, {len(rows)} layered",
             f"{size:,}",
+            "",
             "",
             "",
             "",
@@ -152,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exact-states", type=int, default=1_000_000)
     parser.add_argument("--exact-time", type=float, default=10.0)
     parser.add_argument("--cut-time", type=float, default=600.0, help="cut_bound's, seconds")
+    parser.add_argument("--branch-time", type=float, default=60.0, help="branch_bound's, seconds")
     parser.add_argument("--out", default="bench-out/ordering-headroom.csv")
     parser.add_argument("--fresh", action="store_true", help="rerun everything")
     parser.add_argument(
@@ -174,8 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
     console = Console(stderr=True)
 
-    def solver(keep_outputs: bool):
+    def solver(keep_outputs: bool, key_of: dict[int, str]):
         def run(graph: Graph, label: str, *, seed: int) -> Schedule:
+            if label == BRANCH:  # after the methods: the best peak they found is its upper
+                key = key_of[id(graph)]
+                upper = min(r.peak_memory for r in done if r.graph == key and r.method in labels)
+                began = time.perf_counter()
+                found = branch_bound(
+                    graph, upper=upper, keep_outputs=keep_outputs, time_limit=args.branch_time
+                )
+                seconds = time.perf_counter() - began
+                return Schedule(np.arange(0), found.bound, BRANCH, seconds, found.optimal)
             if label == MUST_LIVE:
                 began = time.perf_counter()
                 bound = must_live_bound(graph, keep_outputs=keep_outputs)
@@ -211,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
     ]
     run_methods(
-        layered, [MUST_LIVE, CUT, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
-        solver=solver(keep_outputs=False),
+        layered, [MUST_LIVE, CUT, BOUND, *labels, BRANCH], lambda *_: {}, done=list(done),
+        on_run=on_run, solver=solver(False, {id(g): key for _, key, g in layered}),
     )  # fmt: skip
     zoo = []
     if args.zoo:
@@ -223,8 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             graph = export_zoo(name, size=size, mode=mode, cache_dir=args.zoo_cache).graph
             zoo.append((graph.num_nodes, key, graph))
     run_methods(
-        zoo, [MUST_LIVE, CUT, BOUND, *labels], lambda *_: {}, done=list(done), on_run=on_run,
-        solver=solver(keep_outputs=True),
+        zoo, [MUST_LIVE, CUT, BOUND, *labels, BRANCH], lambda *_: {}, done=list(done),
+        on_run=on_run, solver=solver(True, {id(g): key for _, key, g in zoo}),
     )  # fmt: skip
     keys = {key for _, key, _ in layered + zoo}
     runs = [r for r in done if r.graph in keys]
