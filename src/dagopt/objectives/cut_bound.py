@@ -169,9 +169,11 @@ class ClosureNetwork:
         return (constant - freed + flow.optimal_flow()) / self.scale, members
 
     def live(self, members: np.ndarray) -> float:
-        """``live(S)`` of the set ``S`` marked by the boolean array ``members``."""
+        """``live(S)`` of the set ``S`` marked by the boolean array ``members``: outputs
+        a node outside ``S`` reads, and kept outputs (an order arc can put a sink in an
+        ancestor set)."""
         crossing = members[self.src] & ~members[self.dst]
-        live = np.zeros(members.size, dtype=bool)
+        live = members & ~self.freeable  # kept sinks (uncounted when outputs are freed)
         live[self.src[crossing]] = True
         return float(self.mem[live & self.counted].sum())
 
