@@ -110,9 +110,7 @@ class _Search:
 
     def upper(self, v: int, order: Precedence) -> float:
         """``run(v) + live(anc(v))``: at least the value of ``v``'s cut."""
-        members = np.zeros(self.graph.num_nodes, dtype=bool)
-        members[order.ancestors(v)] = True
-        return float(self.run[v] + self.network.live(members))
+        return float(self.run[v] + self.network.live(order.ancestors(v)))
 
     def holds(self, witness: int, node: int) -> bool:
         packed = self.witnesses[witness]

@@ -168,10 +168,11 @@ class ClosureNetwork:
         members[chosen[side[chosen] == 0]] = True
         return (constant - freed + flow.optimal_flow()) / self.scale, members
 
-    def live(self, members: np.ndarray) -> float:
-        """``live(S)`` of the set ``S`` marked by the boolean array ``members``: outputs
-        a node outside ``S`` reads, and kept outputs (an order arc can put a sink in an
-        ancestor set)."""
+    def live(self, nodes: np.ndarray) -> float:
+        """``live(S)`` of the set ``S`` of ``nodes``: outputs a node outside ``S`` reads,
+        and kept outputs (an order arc can put a sink in an ancestor set)."""
+        members = np.zeros(self.n, dtype=bool)
+        members[nodes] = True
         crossing = members[self.src] & ~members[self.dst]
         live = members & ~self.freeable  # kept sinks (uncounted when outputs are freed)
         live[self.src[crossing]] = True
@@ -216,15 +217,11 @@ def scan_cuts(
     forced = must_live_memory(graph)
     visit = np.argsort(-(run if forced is None else forced), kind="stable")
     best, best_node, cuts = floor, -1, 0
-    members = np.zeros(n, dtype=bool)
     for done, v in enumerate(visit):
         if deadline is not None and time.perf_counter() > deadline:
             return CutBound(best, best_node, cuts, False)
         ancestors = precedence.ancestors(v)
-        members[ancestors] = True
-        upper = run[v] + network.live(members)
-        members[ancestors] = False
-        if upper > best:
+        if run[v] + network.live(ancestors) > best:  # an upper bound on v's cut
             live, witness = network.least_live(ancestors, precedence.below(v), precedence.arcs)
             value = float(run[v] + live)
             cuts += 1
