@@ -23,15 +23,18 @@ the bound is the largest cut.
 Branching: on the node ``v`` of the largest cut that still has siblings (nodes neither
 before nor after it) and the sibling ``u``, among the ``candidates`` of largest output,
 that maximises the smaller of the two children's bounds (then the larger) as estimated
-from the cuts of ``u`` and ``v`` alone (strong branching, Applegate, Bixby, Chvátal and Cook, 1995,
-restricted to the two nodes of the arc). Children are evaluated when they are the least
-open subproblem (lazily), so each expansion costs the cuts its arc invalidates.
+from the cuts of ``u`` and ``v`` alone (strong branching, Applegate, Bixby, Chvátal and
+Cook, 1995, restricted to the two nodes of the arc). Children are evaluated when they are
+the least open subproblem (lazily), so each expansion costs the cuts its arc
+invalidates. A subproblem whose arcs leave no two nodes incomparable is one order, its
+bound that order's peak: as the least open subproblem it is the optimum.
 
 Layered graphs, whose nodes share sizes within a layer, have many equal-valued downsets:
-the bound then rises in steps, with long plateaus where one child of each branching
-keeps the bound (a 500-node validation graph: 3.9 % below anytime's peak after 0.5 s,
-2.4 % after 2 s, 2.2 % from 5 s to 60 s), so a time limit of seconds to a minute gets
-most of what it gets.
+the bound rises in steps with long plateaus, and where the largest cut belongs to a node
+whose downset is fixed every subproblem keeps that value until branching lifts another
+node above it in each. So the bound often proves an order optimal within seconds and
+otherwise narrows the gap, without a guarantee of either (docs/ordering.md, "The branch
+bound"; docs/results.md, "With the branch bound").
 
 Cost: the cut bound's cuts (about 1 ms each at 2000 nodes) for each expansion; the
 subproblems in the queue hold two ``(n,)`` arrays each, and the search stops (a valid
