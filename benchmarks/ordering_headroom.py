@@ -181,35 +181,31 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True)
 
     def solver(keep_outputs: bool, key_of: dict[int, str]):
-        def run(graph: Graph, label: str, *, seed: int) -> Schedule:
+        def bound(graph: Graph, label: str) -> tuple[float, bool | None]:
+            """A bound label's bound and whether it is the optimum."""
+            if label == MUST_LIVE:
+                return must_live_bound(graph, keep_outputs=keep_outputs), None
+            if label == CUT:
+                found = cut_bound(graph, keep_outputs=keep_outputs, time_limit=args.cut_time)
+                return found.bound, None
             if label == BRANCH:  # after the methods: the best peak they found is its upper
                 key = key_of[id(graph)]
                 upper = min(r.peak_memory for r in done if r.graph == key and r.method in labels)
-                began = time.perf_counter()
                 found = branch_bound(
                     graph, upper=upper, keep_outputs=keep_outputs, time_limit=args.branch_time
                 )
-                seconds = time.perf_counter() - began
-                return Schedule(np.arange(0), found.bound, BRANCH, seconds, found.optimal)
-            if label == MUST_LIVE:
+                return found.bound, found.optimal
+            value, how = proved_bound(
+                graph, keep_outputs=keep_outputs, states=args.exact_states, seconds=args.exact_time
+            )
+            return value, how == EXACT
+
+        def run(graph: Graph, label: str, *, seed: int) -> Schedule:
+            if label in (MUST_LIVE, CUT, BRANCH, BOUND):
                 began = time.perf_counter()
-                bound = must_live_bound(graph, keep_outputs=keep_outputs)
+                value, optimal = bound(graph, label)
                 seconds = time.perf_counter() - began
-                return Schedule(np.arange(0), bound, MUST_LIVE, seconds)
-            if label == CUT:
-                began = time.perf_counter()
-                found = cut_bound(graph, keep_outputs=keep_outputs, time_limit=args.cut_time)
-                seconds = time.perf_counter() - began
-                return Schedule(np.arange(0), found.bound, CUT, seconds)
-            if label == BOUND:
-                began = time.perf_counter()
-                bound, how = proved_bound(
-                    graph, keep_outputs=keep_outputs, states=args.exact_states,
-                    seconds=args.exact_time,
-                )  # fmt: skip
-                seconds = time.perf_counter() - began
-                exact = how == EXACT
-                return Schedule(np.arange(0), bound, BOUND, seconds, proved_optimal=exact)
+                return Schedule(np.arange(0), value, label, seconds, proved_optimal=optimal)
             method, extra = options[label]
             if keep_outputs:
                 return solve_outputs_kept(graph, method, seed=seed, **extra)

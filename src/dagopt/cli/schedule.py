@@ -20,7 +20,13 @@ from dagopt.cli.output import (
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
-from dagopt.objectives import MemoryProfile, branch_bound, memory_profile, must_live_bound
+from dagopt.objectives import (
+    MemoryProfile,
+    branch_bound,
+    meets_bound,
+    memory_profile,
+    must_live_bound,
+)
 from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
@@ -205,7 +211,7 @@ def evaluate(
         line += fmt_mem(found.bound)
         if not found.optimal:
             line += f" (stopped at --bound-time {bound_time:g} s)"
-        elif math.isclose(found.bound, steps.peak, rel_tol=1e-9):
+        elif meets_bound(steps.peak, found.bound):
             line += " (proved optimal)"
         else:
             line += " (the optimum)"

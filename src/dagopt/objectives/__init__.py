@@ -2,7 +2,7 @@
 
 from dagopt.objectives.bounds import must_live_bound, must_live_memory
 from dagopt.objectives.branch_bound import BranchBound, branch_bound
-from dagopt.objectives.cut_bound import CutBound, cut_bound
+from dagopt.objectives.cut_bound import CutBound, cut_bound, meets_bound
 from dagopt.objectives.memory import (
     MemoryProfile,
     lower_bound,
@@ -20,6 +20,7 @@ __all__ = [
     "branch_bound",
     "cut_bound",
     "lower_bound",
+    "meets_bound",
     "memory_profile",
     "must_live_bound",
     "must_live_memory",

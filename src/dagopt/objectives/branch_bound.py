@@ -51,7 +51,13 @@ import numpy as np
 
 from dagopt.graph import Graph
 from dagopt.objectives.bounds import must_live_bound
-from dagopt.objectives.cut_bound import NO_ARCS, ClosureNetwork, Precedence, scan_cuts
+from dagopt.objectives.cut_bound import (
+    NO_ARCS,
+    ClosureNetwork,
+    Precedence,
+    meets_bound,
+    scan_cuts,
+)
 from dagopt.progress import report
 from dagopt.resources import available_bytes
 
@@ -59,9 +65,6 @@ from dagopt.resources import available_bytes
 CANDIDATES = 8
 #: Stop when the open subproblems would hold this share of the available memory.
 MEMORY_SHARE = 0.25
-#: A bound within this relative distance of ``upper`` is taken as meeting it (the cuts
-#: round each size down to a multiple of 2**-50 of their sum).
-TOLERANCE = 1e-9
 NO_CUT = -np.inf
 
 
@@ -96,24 +99,18 @@ class _Search:
     def __init__(self, graph: Graph, keep_outputs: bool) -> None:
         self.graph = graph
         self.network = ClosureNetwork(graph, keep_outputs=keep_outputs)
-        self.run = graph.mem + graph.param_mem
         self.witnesses: list[np.ndarray] = []  # packed boolean masks
         self.cuts = 0
 
     def cut(self, v: int, order: Precedence) -> tuple[float, int]:
         """The cut of ``v`` under ``order``: its value and its witness's index."""
-        live, members = self.network.least_live(order.ancestors(v), order.below(v), order.arcs)
         self.cuts += 1
-        return self.keep(float(self.run[v] + live), members)
+        return self.keep(*self.network.cut(v, order.ancestors(v), order))
 
     def keep(self, value: float, members: np.ndarray) -> tuple[float, int]:
         """Store a cut's witness ``members``: ``value`` and the witness's index."""
         self.witnesses.append(np.packbits(members))
         return value, len(self.witnesses) - 1
-
-    def upper(self, v: int, order: Precedence) -> float:
-        """``run(v) + live(anc(v))``: at least the value of ``v``'s cut."""
-        return float(self.run[v] + self.network.live(order.ancestors(v)))
 
     def holds(self, witness: int, node: int) -> bool:
         packed = self.witnesses[witness]
@@ -162,7 +159,7 @@ class _Search:
         for v in gained[value[gained] == NO_CUT]:
             if time.perf_counter() > deadline:
                 return False
-            if self.upper(v, order) > bound:
+            if self.network.upper(v, order.ancestors(v)) > bound:
                 value[v], witness[v] = self.cut(v, order)
                 bound = max(bound, value[v])
         child.bound, child.value, child.witness = bound, value, witness
@@ -249,7 +246,7 @@ def branch_bound(
     expanded = 0
     while True:
         bound, _, subproblem = queue[0]
-        if bound >= upper * (1 - TOLERANCE) or time.perf_counter() > deadline:
+        if meets_bound(upper, bound) or time.perf_counter() > deadline:
             return _result(bound, upper, expanded, search)
         heapq.heappop(queue)
         if subproblem.pending is not None:
@@ -271,5 +268,5 @@ def branch_bound(
 
 def _result(bound: float, upper: float, expanded: int, search: _Search) -> BranchBound:
     """The result when the search stops with ``bound`` as its least open subproblem's."""
-    meets = bound >= upper * (1 - TOLERANCE)
+    meets = meets_bound(upper, bound)
     return BranchBound(float(upper if meets else bound), meets, expanded, search.cuts)

@@ -69,8 +69,39 @@ class CutBound:
     complete: bool
 
 
+#: A peak within this relative distance above a bound meets it: the cuts round each size
+#: down to a multiple of ``2**-50`` of their sum.
+BOUND_TOLERANCE = 1e-9
+
+
+def meets_bound(peak: float, bound: float) -> bool:
+    """Whether an order's ``peak`` meets the lower ``bound`` (then the order is optimal),
+    to ``BOUND_TOLERANCE``."""
+    return peak <= bound * (1.0 + BOUND_TOLERANCE)
+
+
 #: No order arcs (``ClosureNetwork.least_live``).
 NO_ARCS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+class Precedence:
+    """The graph's edges plus order arcs (``src``, ``dst``): each node's ancestors and
+    descendants under both (breadth-first search on CSR matrices)."""
+
+    def __init__(self, graph: Graph, arcs: tuple[np.ndarray, np.ndarray] = NO_ARCS) -> None:
+        n = graph.num_nodes
+        src, dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
+        before, after = np.concatenate([src, arcs[0]]), np.concatenate([dst, arcs[1]])
+        self.arcs = arcs
+        self.forward = sp.csr_matrix((np.ones(before.size), (before, after)), shape=(n, n))
+        self.backward = self.forward.T.tocsr()
+
+    def ancestors(self, v: int) -> np.ndarray:
+        return breadth_first_order(self.backward, v, return_predecessors=False)[1:]
+
+    def below(self, v: int) -> np.ndarray:
+        """``v`` and its descendants."""
+        return breadth_first_order(self.forward, v, return_predecessors=False)
 
 
 class ClosureNetwork:
@@ -93,7 +124,21 @@ class ClosureNetwork:
             np.int64
         )
         self.mem = graph.mem
+        self.run = graph.mem + graph.param_mem  # memory while a node runs, beyond live(S)
         self.source, self.sink = 2 * n, 2 * n + 1
+
+    def cut(
+        self, v: int, ancestors: np.ndarray, precedence: Precedence
+    ) -> tuple[float, np.ndarray]:
+        """``v``'s cut under ``precedence`` (``ancestors``: ``v``'s under it): ``run(v) +
+        min live(S)`` and an ``S`` that attains it."""
+        live, witness = self.least_live(ancestors, precedence.below(v), precedence.arcs)
+        return float(self.run[v] + live), witness
+
+    def upper(self, v: int, ancestors: np.ndarray) -> float:
+        """``run(v) + live(anc(v))``, the smallest admissible ``S``'s value: at least
+        ``v``'s cut."""
+        return float(self.run[v] + self.live(ancestors))
 
     def least_live(
         self,
@@ -179,26 +224,6 @@ class ClosureNetwork:
         return float(self.mem[live & self.counted].sum())
 
 
-class Precedence:
-    """The graph's edges plus order arcs (``src``, ``dst``): each node's ancestors and
-    descendants under both (breadth-first search on CSR matrices)."""
-
-    def __init__(self, graph: Graph, arcs: tuple[np.ndarray, np.ndarray] = NO_ARCS) -> None:
-        n = graph.num_nodes
-        src, dst = (np.asarray(e, dtype=np.int64) for e in graph.edges)
-        before, after = np.concatenate([src, arcs[0]]), np.concatenate([dst, arcs[1]])
-        self.arcs = arcs
-        self.forward = sp.csr_matrix((np.ones(before.size), (before, after)), shape=(n, n))
-        self.backward = self.forward.T.tocsr()
-
-    def ancestors(self, v: int) -> np.ndarray:
-        return breadth_first_order(self.backward, v, return_predecessors=False)[1:]
-
-    def below(self, v: int) -> np.ndarray:
-        """``v`` and its descendants."""
-        return breadth_first_order(self.forward, v, return_predecessors=False)
-
-
 def scan_cuts(
     graph: Graph,
     network: ClosureNetwork,
@@ -213,17 +238,15 @@ def scan_cuts(
     passed to ``on_cut`` with its value and witness ``S``) only when its upper bound
     ``run(v) + live(anc(v))`` beats the best so far; stops at ``deadline``."""
     n = graph.num_nodes
-    run = graph.mem + graph.param_mem
     forced = must_live_memory(graph)
-    visit = np.argsort(-(run if forced is None else forced), kind="stable")
+    visit = np.argsort(-(network.run if forced is None else forced), kind="stable")
     best, best_node, cuts = floor, -1, 0
     for done, v in enumerate(visit):
         if deadline is not None and time.perf_counter() > deadline:
             return CutBound(best, best_node, cuts, False)
         ancestors = precedence.ancestors(v)
-        if run[v] + network.live(ancestors) > best:  # an upper bound on v's cut
-            live, witness = network.least_live(ancestors, precedence.below(v), precedence.arcs)
-            value = float(run[v] + live)
+        if network.upper(v, ancestors) > best:
+            value, witness = network.cut(v, ancestors, precedence)
             cuts += 1
             if on_cut is not None:
                 on_cut(int(v), value, witness)

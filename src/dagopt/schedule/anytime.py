@@ -69,7 +69,7 @@ import numpy as np
 
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.objectives import cut_bound, must_live_bound, peak_memory
+from dagopt.objectives import cut_bound, meets_bound, must_live_bound, peak_memory
 from dagopt.progress import report
 from dagopt.resources import available_bytes
 from dagopt.schedule import anytime_kernels as kernels
@@ -115,9 +115,6 @@ CLOSURE_DISTANCES = np.array([2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 19
 LARGEST_WINDOW = 0
 #: The share of the time left given to ``cut_bound`` when the search first stalls.
 CUT_BOUND_SHARE = 0.25
-#: A peak within this relative distance of a lower bound is taken as meeting it (the
-#: cut bound rounds each size down to a multiple of 2**-50 of their sum).
-BOUND_TOLERANCE = 1e-9
 
 
 class Search:
@@ -341,7 +338,7 @@ class Incumbent:
 
     def meets_bound(self) -> bool:
         with self.lock:
-            return self.peak <= self.bound * (1.0 + BOUND_TOLERANCE)
+            return meets_bound(self.peak, self.bound)
 
     def offer(self, order: np.ndarray, peak: float) -> None:
         with self.lock:
