@@ -5,11 +5,12 @@ Example (the numbers in docs/results.md):
     python benchmarks/ordering_headroom.py --sizes 500 1000 2000 --graphs 5 \
         --zoo gpt2/small/training bert-base/small/training
 
-For held-out layered graphs (test seeds, ``dagopt.bench.datasets``) and zoo training
-graphs (``model/size/mode``, graph outputs kept as PyTorch does), the best proved lower
-bound on the optimal peak (paper 000, eq. 1-3, 15) and the peaks of ``inductor``,
-``approx-dp`` at ``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a
-% gap to the bound. The bound is the optimum itself when ``exact-dp`` finishes within
+For held-out layered graphs (test seeds, or validation seeds with ``--split
+validation``; ``dagopt.bench.datasets``) and zoo training graphs (``model/size/mode``,
+graph outputs kept as PyTorch does), the best proved lower bound on the optimal peak
+(paper 000, eq. 1-3, 15) and the peaks of ``inductor``, ``approx-dp`` at
+``--beam-width`` and ``anytime`` at ``--time-limit`` seconds, each as a % gap to the
+bound. The bound is the optimum itself when ``exact-dp`` finishes within
 ``--exact-states`` states per step and ``--exact-time`` seconds, else the strongest of
 ``must_live_bound`` (``dagopt.objectives.bounds``), ``cut_bound``
 (``dagopt.objectives.cut_bound``, given ``--cut-time`` seconds) and ``branch_bound``
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
-from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept
@@ -152,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graphs", type=int, default=5, help="held-out graphs per size")
     parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
+    parser.add_argument(
+        "--split",
+        choices=["test", "validation"],
+        default="test",
+        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
+    )
     parser.add_argument("--time-limit", type=float, default=10.0, help="anytime's, seconds")
     parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp's K")
     parser.add_argument("--exact-states", type=int, default=1_000_000)
@@ -218,9 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         write_text_atomic(out, runs_csv(done))
         console.log(f"{run.graph} {run.method}: {run.peak_memory:.6g}, {run.seconds:.3g} s")
 
-    layered = [
-        (size, g.name, g) for size in args.sizes for g in layered_test_set(size, args.graphs)
-    ]
+    graph_set = layered_test_set if args.split == "test" else layered_validation_set
+    layered = [(size, g.name, g) for size in args.sizes for g in graph_set(size, args.graphs)]
     run_methods(
         layered, [MUST_LIVE, CUT, BOUND, *labels, BRANCH], lambda *_: {}, done=list(done),
         on_run=on_run, solver=solver(False, {id(g): key for _, key, g in layered}),

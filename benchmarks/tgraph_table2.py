@@ -17,6 +17,8 @@ are kept in ``--work`` and resume. The paper's columns are the paper's numbers (
 Table 2: validation scores on TpuGraphs, TPU v3), not measured here. The retest
 ceiling is the mean ``retest_tau`` of the scored graphs in the collection's
 ``measurements.json`` (the measured dataset records it; TpuGraphs has none).
+``--numeric-features`` and ``--physical-layout`` set the TGraph columns' options of
+those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
 
 Without ``--data`` the script writes SYNTHETIC collections and runs on them: with
 ``--synthetic planted`` (default) the runtimes follow a made-up rule
@@ -52,11 +54,18 @@ PAPER = {
 VARIANTS = ("baseline", "tgraph-no-cross", "tgraph")
 
 
-def model_config(variant: str, kind: str, hidden: int, numeric: str) -> TGraphConfig:
+def model_config(
+    variant: str, kind: str, hidden: int, numeric: str, physical: bool
+) -> TGraphConfig:
+    """A column's model; ``physical`` switches ``physical_layout`` on for layout TGraphs."""
     if variant == "baseline":
         return baseline_config(kind)
     return TGraphConfig(
-        kind=kind, hidden=hidden, cross_attention=variant == "tgraph", numeric_features=numeric
+        kind=kind,
+        hidden=hidden,
+        cross_attention=variant == "tgraph",
+        numeric_features=numeric,
+        physical_layout=physical and kind == "layout",
     )
 
 
@@ -101,6 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument(
         "--numeric-features", choices=NUMERIC_FEATURES, default="raw", help="TGraph's input"
+    )
+    parser.add_argument(
+        "--physical-layout",
+        action="store_true",
+        help="layout TGraphs also read the physical-layout features (beyond the paper)",
     )
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
@@ -147,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
                 collection=collection,
                 data=str(data),
                 splits=tuple(args.train_splits),
-                model=model_config(variant, kind, args.hidden, args.numeric_features),
+                model=model_config(
+                    variant, kind, args.hidden, args.numeric_features, args.physical_layout
+                ),
                 epochs=args.epochs,
                 max_steps=args.max_steps,
                 folds=args.folds,

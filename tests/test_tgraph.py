@@ -16,15 +16,17 @@ from dagopt.generate.tpugraphs import (
     synthetic_tile_record,
     write_synthetic_collection,
 )
-from dagopt.io.tpugraphs import read_submission
+from dagopt.io.tpugraphs import LayoutRecord, read_submission
 from dagopt.models import model_path
 from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
 from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.loss import pairwise_hinge_loss
+from dagopt.nn.tgraph.physical import physical_features
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
+from dagopt.rank.configs.features import HloNode, graph_arrays
 from dagopt.rank.tgraph import (
     evaluate,
     fit_normalizers,
@@ -49,6 +51,7 @@ SMALL = {"hidden": 16, "se_reduction": 4}
 CONFIGS = {
     "tgraph-layout": TGraphConfig(**SMALL),
     "tgraph-layout-no-cross-pyg": TGraphConfig(**SMALL, cross_attention=False, aggregation="pyg"),
+    "tgraph-layout-physical": TGraphConfig(**SMALL, physical_layout=True),
     "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
     "baseline-layout": baseline_config("layout"),
     "baseline-tile": baseline_config("tile"),
@@ -107,6 +110,55 @@ def test_cross_attention_sees_the_other_configurations():
             assert torch.allclose(full[:6], half, atol=1e-6) is not depends
 
 
+def test_physical_layout_features_read_extents_and_copies():
+    """A dot ``x (4, 8) . w (8, 2)`` and a reshape of its output, both configurable."""
+    nodes = [
+        HloNode("parameter", (4, 8)),
+        HloNode("parameter", (8, 2), parameter=1),
+        HloNode("dot", (4, 2), operands=(0, 1)),
+        HloNode("reshape", (8,), operands=(2,)),
+    ]
+    feat, opcode, edges = graph_arrays(nodes)
+
+    def slots(*layouts):  # output, operand and kernel minor-to-major orders, -1 padded
+        return [value for layout in layouts for value in (*layout, *[-1] * (6 - len(layout)))]
+
+    dot_a = slots((0, 1), (1, 0), (0, 1))
+    reshape_a = slots((0,), (0, 1), ())
+    dot_b = slots((1, 0), (0, 1), (1, 0))
+    record = LayoutRecord(
+        node_feat=feat,
+        node_opcode=opcode,
+        edge_index=edges,
+        node_config_ids=np.array([2, 3]),
+        node_config_feat=np.array([[dot_a, reshape_a], [dot_b, reshape_a]], dtype=np.float32),
+        config_runtime=np.array([1.0, 2.0]),
+    )
+    graph = prepare(record)
+    t = graph.tensors
+    got = physical_features(t.node_feat, t.config_ids, t.owners, graph.configs(np.arange(2)))
+    ln = np.log1p
+    # per slot: minor extent, second minor extent (+ copy flag for the operand slots)
+    expected = [
+        [  # a: x read row-major (no copy), w column-major (a copy); reshape reads dot's layout
+            [ln(4), ln(2), ln(8), ln(4), 0, ln(8), ln(2), 1],
+            [ln(8), 0, ln(4), ln(2), 0, 0, 0, 0],
+        ],
+        [  # b: x column-major (a copy), w row-major; dot now writes (1, 0), reshape reads (0, 1)
+            [ln(2), ln(4), ln(4), ln(8), 1, ln(2), ln(8), 0],
+            [ln(8), 0, ln(4), ln(2), 1, 0, 0, 0],
+        ],
+    ]
+    torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float32))
+
+
+def test_physical_layout_is_a_layout_tgraph_option():
+    with pytest.raises(InputError, match="physical_layout"):
+        TGraphConfig(kind="tile", physical_layout=True)
+    with pytest.raises(InputError, match="physical_layout"):
+        TGraphConfig(architecture="tpugraphs-baseline", physical_layout=True)
+
+
 def test_cross_config_attention_is_eq_6():
     layer = CrossConfigAttention(temperature=2.0)
     x = torch.randn(5, 3, 4)
@@ -123,7 +175,9 @@ def test_pairwise_hinge_loss_is_eq_8():
     assert float(pairwise_hinge_loss(scores, torch.ones(3))) == 0.0
 
 
-@pytest.mark.parametrize("name", ["tgraph-layout", "tgraph-tile", "baseline-layout"])
+@pytest.mark.parametrize(
+    "name", ["tgraph-layout", "tgraph-layout-physical", "tgraph-tile", "baseline-layout"]
+)
 def test_one_training_step_lowers_the_loss(name):
     config = CONFIGS[name]
     graph = prepare(

@@ -26,7 +26,10 @@ class TGraphConfig(Config):
     of section 2.2.5. ``numeric_features`` is what is standardised: ``raw``
     ``node_feat[:134]`` and tile ``config_feat`` (section 2.2.5) or ``log``,
     ``sign(x) log(1 + |x|)`` of them first (shapes, sizes and tile sizes span orders of
-    magnitude; see docs/tgraph.md).
+    magnitude; see docs/tgraph.md). ``physical_layout`` (layout models, beyond the
+    paper) adds what each configuration does physically: the extents of each layout
+    slot's minor dimensions and whether an operand is read in a layout other than its
+    producer's (``dagopt.nn.tgraph.physical``).
     """
 
     kind: str = "layout"
@@ -39,6 +42,7 @@ class TGraphConfig(Config):
     layout_embedding: int = 4
     opcode_embedding: int = 16
     numeric_features: str = "raw"
+    physical_layout: bool = False
 
     def __post_init__(self) -> None:
         for name, value, known in (
@@ -53,6 +57,8 @@ class TGraphConfig(Config):
         for name in sizes:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"model option {name!r} must be >= 1")
+        if self.physical_layout and (self.kind != "layout" or self.architecture != "tgraph"):
+            raise InputError("physical_layout is an option of layout TGraph models")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 

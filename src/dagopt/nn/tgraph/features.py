@@ -18,6 +18,7 @@ from dagopt.io.tpugraphs import (
     LayoutRecord,
     TileRecord,
 )
+from dagopt.nn.tgraph.physical import slot_tensors
 
 NUM_OPCODES = 128
 """Opcode embedding rows: the dataset's ids are 1..120; others map to 0 (unknown)."""
@@ -29,12 +30,15 @@ LAYOUT_VALUES = 7
 class GraphTensors:
     """A graph's shared inputs: ``node_feat`` (n, 140) float32 (not yet normalised),
     ``opcode`` (n,) long, ``edge_index`` (2, m) long producer -> consumer, and for
-    layout graphs ``config_ids`` (nc,) long, the configurable nodes."""
+    layout graphs ``config_ids`` (nc,) long, the configurable nodes, and ``owners``
+    (nc, 3) long, the node each of their layout slots lays out
+    (``dagopt.nn.tgraph.physical.slot_tensors``)."""
 
     node_feat: torch.Tensor
     opcode: torch.Tensor
     edge_index: torch.Tensor
     config_ids: torch.Tensor | None
+    owners: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
@@ -46,14 +50,17 @@ def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
     opcode = torch.as_tensor(np.array(record.node_opcode, dtype=np.int64))
     opcode = torch.where((opcode > 0) & (opcode <= max(HLO_OPCODES)), opcode, 0)
     edges = np.asarray(record.edge_index, dtype=np.int64)[:, ::-1].T.copy()  # producer first
-    ids = None
+    edge_index = torch.as_tensor(edges)
+    ids = owners = None
     if isinstance(record, LayoutRecord):
         ids = torch.as_tensor(np.array(record.node_config_ids, dtype=np.int64))
+        owners = slot_tensors(edge_index, ids)
     return GraphTensors(
         node_feat=torch.as_tensor(np.array(record.node_feat, dtype=np.float32)),
         opcode=opcode,
-        edge_index=torch.as_tensor(edges),
+        edge_index=edge_index,
         config_ids=ids,
+        owners=owners,
     )
 
 

@@ -9,7 +9,10 @@ axis, so cross-configuration attention (eq. 6) is a softmax over axis 0 and PyG'
   embedding]`` -> ``f_in``, a 2-layer MLP {256, 256} with GELU. The first linear layer is
   split into a per-node part (shared by every configuration) and a per-configuration
   part on the configurable nodes (zero elsewhere): the same map as one linear layer on
-  the concatenation, without copying the shared part ``b`` times.
+  the concatenation, without copying the shared part ``b`` times. With
+  ``physical_layout`` (beyond the paper) a linear map of each configurable node's
+  physical-layout features (``dagopt.nn.tgraph.physical``) joins the per-configuration
+  part.
 - block (eq. 3-4): ``B(x) = x + GELU(concat(eta, A_cross(eta)))``,
   ``eta = A_self(SAGE(InstanceNorm(x)))``; SAGE outputs half the channels so the
   concatenation keeps the width (without cross-attention it outputs all of them and
@@ -38,6 +41,7 @@ from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.layers.squeeze_excitation import SqueezeExcitation
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.features import LAYOUT_VALUES, NUM_OPCODES, GraphTensors
+from dagopt.nn.tgraph.physical import PHYSICAL_FEATURES, physical_features
 
 CROSS_TEMPERATURE = 0.5  # eq. 6's T at initialisation (the paper gives none; see docs)
 NUMERIC = LAYOUT_COLUMNS.start  # node_feat[:134] is numeric, node_feat[134:] layouts
@@ -99,6 +103,9 @@ class TGraphNet(nn.Module):
             if config.kind == "layout"
             else None
         )
+        self.physical_in = (
+            nn.Linear(PHYSICAL_FEATURES, width, bias=False) if config.physical_layout else None
+        )
         self.hidden_in = nn.Linear(width, width)
         self.blocks = nn.ModuleList(TGraphBlock(config) for _ in range(config.blocks))
         if config.kind == "tile":
@@ -123,6 +130,11 @@ class TGraphNet(nn.Module):
         h = self._node_input(graph, node_feat).unsqueeze(0)  # (1, n, width)
         if self.config_in is not None:
             per_config = self.config_in(self.layout(configs).flatten(2))  # (b, nc, width)
+            if self.physical_in is not None:
+                physical = physical_features(
+                    graph.node_feat, graph.config_ids, graph.owners, configs
+                )
+                per_config = per_config + self.physical_in(physical)
             h = h.expand(configs.shape[0], -1, -1).index_add(1, graph.config_ids, per_config)
         h = self.hidden_in(F.gelu(h))
         edges = undirected(graph.edge_index)

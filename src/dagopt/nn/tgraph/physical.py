@@ -1,0 +1,91 @@
+"""What a layout configuration does physically (an extension of paper 002, section 2.2.5).
+
+Paper 002 embeds each value of a configurable node's minor-to-major orders on its own
+(4 channels per value), so the model has to learn from the data which dimension a
+layout makes minor and whether a consumer reads an operand in the layout its producer
+wrote. The layout collections' runtimes are made of exactly those two things: the
+minor dimension is the one an emitter vectorises, and an operand read in a layout other
+than its producer's costs a copy (XLA's layout assignment inserts one). With
+``TGraphConfig.physical_layout`` the model also gets, per configurable node, for each of
+its three layout slots (output; first operand; kernel, the second operand):
+
+- ``log(1 + extent)`` of the slot's minor-most and second minor-most physical dimension
+  (the extents are the shape dimensions, ``node_feat[21:27]``, of the slot's tensor:
+  the node's own output, or the operand's producer's output);
+- for the two operand slots, 1 where the slot's layout differs from the layout its
+  producer writes (the producer's configured output layout when it is configurable,
+  else its ``layout_minor_to_major``, ``node_feat[134:140]``), 0 where they agree or
+  the slot is unset.
+
+Operands are identified by the order of their edges: TpuGraphs lists a node's operand
+edges in operand order (``featurizers.h``), which pruning keeps.
+"""
+
+import torch
+
+from dagopt.io.tpugraphs import LAYOUT_COLUMNS, LAYOUT_MIN, SHAPE_DIMS
+
+SLOTS = 3
+"""Layout slots per configurable node: output, first operand, kernel (second operand)."""
+SLOT_WIDTH = 6
+"""Minor-to-major entries per slot (``node_config_feat`` columns ``6s .. 6s + 5``)."""
+PHYSICAL_FEATURES = 2 * SLOTS + (SLOTS - 1)
+"""Two minor extents per slot and a copy flag per operand slot."""
+
+
+def slot_tensors(edge_index: torch.Tensor, config_ids: torch.Tensor) -> torch.Tensor:
+    """``(nc, 3)`` long: per configurable node, the node whose output each slot lays
+    out (itself, its first operand's producer, its second's), -1 where it has none.
+    ``edge_index`` is ``(2, m)`` producer -> consumer in the dataset's edge order."""
+    owners = torch.full((config_ids.numel(), SLOTS), -1, dtype=torch.long)
+    owners[:, 0] = config_ids
+    producer, consumer = edge_index
+    for row, node in enumerate(config_ids.tolist()):
+        operands = producer[consumer == node][: SLOTS - 1]
+        owners[row, 1 : 1 + operands.numel()] = operands
+    return owners
+
+
+def physical_features(
+    node_feat: torch.Tensor,
+    config_ids: torch.Tensor,
+    owners: torch.Tensor,
+    configs: torch.Tensor,
+) -> torch.Tensor:
+    """``(b, nc, PHYSICAL_FEATURES)`` float32 (module docstring) of ``configs``, ``(b, nc,
+    18)`` embedding indices (layout value - ``LAYOUT_MIN``); ``node_feat`` is the graph's
+    un-normalised, -1 padded ``(n, 140)``, ``owners`` from ``slot_tensors``."""
+    layouts = configs + LAYOUT_MIN  # (b, nc, 18) back to values -1..5
+    dims = node_feat[:, SHAPE_DIMS]  # (n, 6)
+    position = torch.full((node_feat.shape[0],), -1, dtype=torch.long)
+    position[config_ids] = torch.arange(config_ids.numel())
+    columns = []
+    for slot in range(SLOTS):
+        layout = layouts[..., slot * SLOT_WIDTH : (slot + 1) * SLOT_WIDTH]  # (b, nc, 6)
+        owner = owners[:, slot]  # (nc,)
+        for minor in range(2):
+            dim = layout[..., minor]
+            valid = (dim >= 0) & (owner >= 0)
+            extent = dims[owner.clamp(min=0).unsqueeze(0), dim.clamp(min=0)]
+            columns.append(torch.where(valid, extent.log1p(), 0.0))
+        if slot:
+            columns.append(_copy_flag(layout, owner, position, layouts, node_feat))
+    return torch.stack(columns, dim=-1)
+
+
+def _copy_flag(
+    layout: torch.Tensor,
+    owner: torch.Tensor,
+    position: torch.Tensor,
+    layouts: torch.Tensor,
+    node_feat: torch.Tensor,
+) -> torch.Tensor:
+    """1.0 where an operand slot's ``layout`` (b, nc, 6) is set and differs from the
+    layout its producer ``owner`` (nc,) writes."""
+    producer = owner.clamp(min=0)
+    written = node_feat[producer, LAYOUT_COLUMNS].long().expand_as(layout)  # default layout
+    configured = position[producer]  # (nc,) the producer's configuration row, -1 if none
+    from_config = layouts[:, configured.clamp(min=0), :SLOT_WIDTH]  # its output slot
+    written = torch.where((configured >= 0).view(1, -1, 1), from_config, written)
+    differs = (layout != written).any(dim=-1)
+    return ((layout[..., 0] >= 0) & (owner >= 0) & differs).float()
