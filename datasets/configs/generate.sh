@@ -24,3 +24,6 @@ for variant in random default; do
     --out datasets/configs
 done
 dagopt generate configs --collection tile --extra --graphs 35 --out datasets/configs
+# Issue 20, later: 48 more layout:xla:random training graphs of the extra architectures.
+dagopt generate configs --collection layout-xla --variant random --extra --graphs 72 \
+  --out datasets/configs
