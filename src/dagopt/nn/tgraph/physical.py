@@ -40,9 +40,13 @@ def slot_tensors(edge_index: torch.Tensor, config_ids: torch.Tensor) -> torch.Te
     owners = torch.full((config_ids.numel(), SLOTS), -1, dtype=torch.long)
     owners[:, 0] = config_ids
     producer, consumer = edge_index
-    for row, node in enumerate(config_ids.tolist()):
-        operands = producer[consumer == node][: SLOTS - 1]
-        owners[row, 1 : 1 + operands.numel()] = operands
+    order = torch.argsort(consumer, stable=True)  # a node's edges together, in edge order
+    consumers, producers = consumer[order], producer[order]
+    first = torch.searchsorted(consumers, config_ids)
+    count = torch.searchsorted(consumers, config_ids, right=True) - first
+    for operand in range(SLOTS - 1):
+        has = count > operand
+        owners[has, 1 + operand] = producers[first[has] + operand]
     return owners
 
 
