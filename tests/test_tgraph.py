@@ -135,8 +135,7 @@ def test_physical_layout_features_read_extents_and_copies():
         config_runtime=np.array([1.0, 2.0]),
     )
     graph = prepare(record)
-    t = graph.tensors
-    got = physical_features(t.node_feat, t.config_ids, t.owners, graph.configs(np.arange(2)))
+    got = physical_features(graph.tensors, graph.configs(np.arange(2)))
     ln = np.log1p
     # per slot: minor extent, second minor extent (+ copy flag for the operand slots)
     expected = [

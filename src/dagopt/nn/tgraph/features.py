@@ -7,6 +7,7 @@ configuration input. Configurations are the batch axis of every model.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -18,31 +19,49 @@ from dagopt.io.tpugraphs import (
     LayoutRecord,
     TileRecord,
 )
-from dagopt.nn.tgraph.physical import slot_tensors
 
 NUM_OPCODES = 128
 """Opcode embedding rows: the dataset's ids are 1..120; others map to 0 (unknown)."""
 LAYOUT_VALUES = 7
 """Layout values -1..5, embedded as indices 0..6 (``value - LAYOUT_MIN``)."""
+LAYOUT_SLOTS = 3
+"""Layouts per configurable node: output, first operand, kernel (second operand)."""
 
 
 @dataclass(frozen=True, eq=False)
 class GraphTensors:
     """A graph's shared inputs: ``node_feat`` (n, 140) float32 (not yet normalised),
     ``opcode`` (n,) long, ``edge_index`` (2, m) long producer -> consumer, and for
-    layout graphs ``config_ids`` (nc,) long, the configurable nodes, and ``owners``
-    (nc, 3) long, the node each of their layout slots lays out
-    (``dagopt.nn.tgraph.physical.slot_tensors``)."""
+    layout graphs ``config_ids`` (nc,) long, the configurable nodes."""
 
     node_feat: torch.Tensor
     opcode: torch.Tensor
     edge_index: torch.Tensor
     config_ids: torch.Tensor | None
-    owners: torch.Tensor | None = None
 
     @property
     def num_nodes(self) -> int:
         return int(self.node_feat.shape[0])
+
+    @cached_property
+    def owners(self) -> torch.Tensor:
+        """``(nc, LAYOUT_SLOTS)`` long (layout graphs, computed once): per configurable
+        node, the node whose output each layout slot lays out (itself, its first
+        operand's producer, its second's), -1 where it has none. Operands come in edge
+        order: TpuGraphs lists a node's operand edges in operand order, which pruning
+        keeps."""
+        ids = self.config_ids
+        owners = torch.full((ids.numel(), LAYOUT_SLOTS), -1, dtype=torch.long)
+        owners[:, 0] = ids
+        producer, consumer = self.edge_index
+        order = torch.argsort(consumer, stable=True)  # a node's edges together, in edge order
+        consumers, producers = consumer[order], producer[order]
+        first = torch.searchsorted(consumers, ids)
+        count = torch.searchsorted(consumers, ids, right=True) - first
+        for operand in range(LAYOUT_SLOTS - 1):
+            has = count > operand
+            owners[has, 1 + operand] = producers[first[has] + operand]
+        return owners
 
 
 def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
@@ -50,17 +69,14 @@ def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:
     opcode = torch.as_tensor(np.array(record.node_opcode, dtype=np.int64))
     opcode = torch.where((opcode > 0) & (opcode <= max(HLO_OPCODES)), opcode, 0)
     edges = np.asarray(record.edge_index, dtype=np.int64)[:, ::-1].T.copy()  # producer first
-    edge_index = torch.as_tensor(edges)
-    ids = owners = None
+    ids = None
     if isinstance(record, LayoutRecord):
         ids = torch.as_tensor(np.array(record.node_config_ids, dtype=np.int64))
-        owners = slot_tensors(edge_index, ids)
     return GraphTensors(
         node_feat=torch.as_tensor(np.array(record.node_feat, dtype=np.float32)),
         opcode=opcode,
-        edge_index=edge_index,
+        edge_index=torch.as_tensor(edges),
         config_ids=ids,
-        owners=owners,
     )
 
 

@@ -131,10 +131,7 @@ class TGraphNet(nn.Module):
         if self.config_in is not None:
             per_config = self.config_in(self.layout(configs).flatten(2))  # (b, nc, width)
             if self.physical_in is not None:
-                physical = physical_features(
-                    graph.node_feat, graph.config_ids, graph.owners, configs
-                )
-                per_config = per_config + self.physical_in(physical)
+                per_config = per_config + self.physical_in(physical_features(graph, configs))
             h = h.expand(configs.shape[0], -1, -1).index_add(1, graph.config_ids, per_config)
         h = self.hidden_in(F.gelu(h))
         edges = undirected(graph.edge_index)

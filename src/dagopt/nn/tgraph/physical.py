@@ -17,54 +17,31 @@ its three layout slots (output; first operand; kernel, the second operand):
   else its ``layout_minor_to_major``, ``node_feat[134:140]``), 0 where they agree or
   the slot is unset.
 
-Operands are identified by the order of their edges: TpuGraphs lists a node's operand
-edges in operand order (``featurizers.h``), which pruning keeps.
+Operands are told apart by edge order (``GraphTensors.owners``).
 """
 
 import torch
 
-from dagopt.io.tpugraphs import LAYOUT_COLUMNS, LAYOUT_MIN, SHAPE_DIMS
+from dagopt.io.tpugraphs import LAYOUT_COLUMNS, LAYOUT_CONFIG_FEATURES, LAYOUT_MIN, SHAPE_DIMS
+from dagopt.nn.tgraph.features import LAYOUT_SLOTS, GraphTensors
 
-SLOTS = 3
-"""Layout slots per configurable node: output, first operand, kernel (second operand)."""
-SLOT_WIDTH = 6
+SLOT_WIDTH = LAYOUT_CONFIG_FEATURES // LAYOUT_SLOTS
 """Minor-to-major entries per slot (``node_config_feat`` columns ``6s .. 6s + 5``)."""
-PHYSICAL_FEATURES = 2 * SLOTS + (SLOTS - 1)
+PHYSICAL_FEATURES = 2 * LAYOUT_SLOTS + (LAYOUT_SLOTS - 1)
 """Two minor extents per slot and a copy flag per operand slot."""
 
 
-def slot_tensors(edge_index: torch.Tensor, config_ids: torch.Tensor) -> torch.Tensor:
-    """``(nc, 3)`` long: per configurable node, the node whose output each slot lays
-    out (itself, its first operand's producer, its second's), -1 where it has none.
-    ``edge_index`` is ``(2, m)`` producer -> consumer in the dataset's edge order."""
-    owners = torch.full((config_ids.numel(), SLOTS), -1, dtype=torch.long)
-    owners[:, 0] = config_ids
-    producer, consumer = edge_index
-    order = torch.argsort(consumer, stable=True)  # a node's edges together, in edge order
-    consumers, producers = consumer[order], producer[order]
-    first = torch.searchsorted(consumers, config_ids)
-    count = torch.searchsorted(consumers, config_ids, right=True) - first
-    for operand in range(SLOTS - 1):
-        has = count > operand
-        owners[has, 1 + operand] = producers[first[has] + operand]
-    return owners
-
-
-def physical_features(
-    node_feat: torch.Tensor,
-    config_ids: torch.Tensor,
-    owners: torch.Tensor,
-    configs: torch.Tensor,
-) -> torch.Tensor:
+def physical_features(graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
     """``(b, nc, PHYSICAL_FEATURES)`` float32 (module docstring) of ``configs``, ``(b, nc,
-    18)`` embedding indices (layout value - ``LAYOUT_MIN``); ``node_feat`` is the graph's
-    un-normalised, -1 padded ``(n, 140)``, ``owners`` from ``slot_tensors``."""
+    18)`` embedding indices (layout value - ``LAYOUT_MIN``), on a layout ``graph``
+    (its ``node_feat`` un-normalised and -1 padded, as ``GraphTensors`` holds it)."""
+    node_feat, config_ids, owners = graph.node_feat, graph.config_ids, graph.owners
     layouts = configs + LAYOUT_MIN  # (b, nc, 18) back to values -1..5
     dims = node_feat[:, SHAPE_DIMS]  # (n, 6)
     position = torch.full((node_feat.shape[0],), -1, dtype=torch.long)
     position[config_ids] = torch.arange(config_ids.numel())
     columns = []
-    for slot in range(SLOTS):
+    for slot in range(LAYOUT_SLOTS):
         layout = layouts[..., slot * SLOT_WIDTH : (slot + 1) * SLOT_WIDTH]  # (b, nc, 6)
         owner = owners[:, slot]  # (nc,)
         for minor in range(2):
