@@ -35,6 +35,7 @@ from dagopt.integrations.tvm.tile import (  # noqa: E402
 from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
 from dagopt.rank.configs.build import (  # noqa: E402
     EXTRA_MODELS,
+    LENGTH_RANGE,
     SPLITS,
     BuildOptions,
     build_collection,
@@ -153,6 +154,33 @@ def test_extra_architectures_are_a_plan_of_their_own_in_train(root):
     assert nlp_graph(LINEAR_LAYER, 1, 0, 10**6) is None  # MobileViT-S: 1 token // 4
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, extra=True))
     assert path.parent.name == "train" and path.name.startswith("mobilevit-small.")
+
+
+def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
+    """``--lengths`` (issue 20) draws sequence lengths for the train and valid
+    architectures only, the same ones on every call, most of them not powers of two."""
+    options = BuildOptions(graphs=24, lengths=True)
+    plan = plan_graphs("layout-nlp", root, options)
+    assert plan == plan_graphs("layout-nlp", root, options)
+    assert len(plan) == 24 and len({g.name for _, g in plan}) == 24
+    models = {model for model, _ in plan}
+    assert not models & set(SPLITS["layout-nlp"]["test"])
+    assert "t5-small" in models and "mobilevit-small" in models  # valid and extra
+    tokens = [g.ops[0].shape[0] for _, g in plan]
+    assert all(LENGTH_RANGE[0] // 2 <= t <= LENGTH_RANGE[1] for t in tokens)
+    assert sum(t & (t - 1) != 0 for t in tokens) > len(tokens) // 2
+    base = {g.name for _, g in plan_graphs("layout-nlp", root, BuildOptions(graphs=24))}
+    assert len(base & {g.name for _, g in plan}) < 4
+    for bad, match in (
+        (("layout-xla", BuildOptions(graphs=4, lengths=True)), "only for"),
+        (("layout-nlp", BuildOptions(lengths=True)), "needs --graphs"),
+    ):
+        with pytest.raises(InputError, match=match):
+            plan_graphs(bad[0], root, bad[1])
+    with pytest.raises(InputError, match="separate plans"):
+        BuildOptions(graphs=4, extra=True, lengths=True)
+    (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, lengths=True))
+    assert path.parent.name in ("train", "valid")
 
 
 def test_missing_tvm_is_a_one_line_error(monkeypatch, root):

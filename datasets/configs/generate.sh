@@ -27,3 +27,9 @@ dagopt generate configs --collection tile --extra --graphs 35 --out datasets/con
 # Issue 20, later: 48 more layout:xla:random training graphs of the extra architectures.
 dagopt generate configs --collection layout-xla --variant random --extra --graphs 72 \
   --out datasets/configs
+# Issue 20, later still: layout:nlp attention at sequence lengths drawn from 2..64 for the
+# train and valid architectures (build.LENGTH_RANGE; the zoo's inputs give powers of two).
+for variant in random default; do
+  dagopt generate configs --collection layout-nlp --variant "$variant" --lengths --graphs 60 \
+    --out datasets/configs
+done

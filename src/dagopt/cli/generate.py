@@ -118,13 +118,19 @@ def configs(
     extra: Annotated[
         bool, typer.Option("--extra", help="Measure the extra training architectures.")
     ] = False,
+    lengths: Annotated[
+        bool,
+        typer.Option(
+            "--lengths", help="layout-nlp: attention at drawn sequence lengths (train, valid)."
+        ),
+    ] = False,
 ) -> None:
     """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
     TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
     from dagopt.cli.output import progress_on_terminal
     from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
 
-    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, extra)
+    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, extra, lengths)
     name = collection_name(collection, variant)
     with progress_on_terminal():
         written = build_collection(out, collection, variant, options)

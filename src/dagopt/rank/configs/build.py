@@ -15,12 +15,21 @@ round-robin over the architectures, so a partial run covers every split.
 ``--extra`` (issue 20) measures more training architectures (``EXTRA_MODELS``) in a
 plan of their own, so the original plan, and with it every file it wrote, stays as it
 was; their graphs land in ``train`` (``SPLITS`` does not name them).
+
+``--lengths`` (``layout-nlp``, issue 20) measures attention programs of the train and
+valid architectures at sequence lengths drawn uniformly from ``LENGTH_RANGE``, in a plan
+of its own: the zoo's inputs give powers of two, which the vectorised minor dimension
+always divides, while real inputs have any length (a ViT's class token makes 197).
+The test architectures get none, so the test split is unchanged; valid's architecture
+gets its share.
 """
 
 import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_text_atomic
@@ -52,6 +61,12 @@ EXTRA_MODELS = {
 whose attention has the equal in/out projections ``nlp`` graphs need."""
 EXTRA_SEED = 1000
 """Offset of the ``--extra`` plan's seeds, so its configurations are drawn afresh."""
+LENGTHS_SEED = 2000
+"""Offset of the ``--lengths`` plan's seeds (its configurations and drawn lengths)."""
+LENGTH_RANGE = (2, 64)
+"""Sequence lengths (inclusive) the ``--lengths`` plan draws from: the zoo's own range."""
+LENGTH_DRAWS = 64
+"""Draws per architecture of the ``--lengths`` plan (duplicates dropped)."""
 DEFAULT_GRAPHS = {"tile": 55, "layout-xla": 40, "layout-nlp": 40}
 DEFAULT_CONFIGS = {"tile": 64, "layout-xla": 200, "layout-nlp": 200}
 SIDECAR = "measurements.json"
@@ -61,7 +76,8 @@ SIDECAR = "measurements.json"
 class BuildOptions:
     """What to measure: ``graphs`` and ``configs`` per graph (``None``: the defaults),
     interleaved ``rounds``, the MAC budget of one graph, the seed, the pinned core and
-    whether to plan the ``EXTRA_MODELS`` instead of the original architectures."""
+    whether to plan the ``EXTRA_MODELS`` or drawn sequence lengths (``lengths``) instead
+    of the original architectures' zoo shapes."""
 
     graphs: int | None = None
     configs: int | None = None
@@ -70,6 +86,16 @@ class BuildOptions:
     seed: int = 0
     core: int | None = None
     extra: bool = False
+    lengths: bool = False
+
+    def __post_init__(self) -> None:
+        if self.extra and self.lengths:
+            raise InputError("--extra and --lengths are separate plans: choose one")
+
+    @property
+    def seed_offset(self) -> int:
+        """Added to every graph's seed, so each plan draws its configurations afresh."""
+        return EXTRA_SEED if self.extra else LENGTHS_SEED if self.lengths else 0
 
 
 def collection_name(kind: str, variant: str) -> str:
@@ -104,6 +130,8 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
     from dagopt.rank.configs.tile import model_kernels
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
+    if options.lengths:
+        return _round_robin(_drawn_length_graphs(kind, root, options))[: options.graphs]
     models = (EXTRA_MODELS if options.extra else MODELS)[kind]
     layers = zoo_layers(list(models), root / "zoo_shapes.json")
     total = options.graphs or DEFAULT_GRAPHS[kind]
@@ -127,6 +155,36 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
         unique = {_graph_name(model, g): g for g in items if g is not None}
         per_model[model] = [(model, g) for g in unique.values()]
     return _round_robin(per_model)[:total]
+
+
+def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[str, list]:
+    """Per train or valid architecture (original and extra), ``LENGTH_DRAWS`` attention
+    programs of its layers in turn, each with 1 or 2 heads and a length drawn uniformly
+    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position);
+    programs of the same name are measured once."""
+    from dagopt.rank.configs.layout import nlp_graph
+    from dagopt.rank.configs.zoo_shapes import zoo_layers
+
+    if kind != "layout-nlp":
+        raise InputError("--lengths draws sequence lengths: only for --collection layout-nlp")
+    if not options.graphs:
+        raise InputError("--lengths needs --graphs (how many programs to measure)")
+    models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
+    layers = zoo_layers(models, root / "zoo_shapes.json")
+    low, high = LENGTH_RANGE
+    per_model = {}
+    for index, model in enumerate(models):
+        rng = np.random.default_rng([LENGTHS_SEED, index])
+        square = (x for x in layers[model] if x.kind == "linear" and x.cin == x.cout and x.heads)
+        attention = list({(x.cin, x.heads): x for x in square}.values())
+        drawn = {}
+        for draw in range(LENGTH_DRAWS):
+            heads, tokens = int(rng.integers(1, 3)), int(rng.integers(low, high + 1))
+            graph = nlp_graph(attention[draw % len(attention)], heads, tokens, options.max_macs)
+            if graph is not None:
+                drawn.setdefault(graph.name, (model, graph))
+        per_model[model] = list(drawn.values())
+    return per_model
 
 
 def _graph_name(model: str, graph) -> str:
@@ -172,7 +230,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         path = collection_dir(root, collection, split) / f"{name}.npz"
         if path.exists():
             continue
-        seed = options.seed + done + (EXTRA_SEED if options.extra else 0)
+        seed = options.seed + done + options.seed_offset
         count = options.configs or DEFAULT_CONFIGS[kind]
         record, measurement, extra = _measure(kind, variant, graph, name, count, options, seed)
         figures[name] = {
