@@ -110,7 +110,7 @@ def test_cross_attention_sees_the_other_configurations():
             assert torch.allclose(full[:6], half, atol=1e-6) is not depends
 
 
-def test_physical_layout_features_read_extents_and_copies():
+def test_physical_layout_features_read_extents_lanes_and_copies():
     """A dot ``x (4, 8) . w (8, 2)`` and a reshape of its output, both configurable."""
     nodes = [
         HloNode("parameter", (4, 8)),
@@ -137,15 +137,19 @@ def test_physical_layout_features_read_extents_and_copies():
     graph = prepare(record)
     got = physical_features(graph.tensors, graph.configs(np.arange(2)))
     ln = np.log1p
-    # per slot: minor extent, second minor extent (+ copy flag for the operand slots)
+
+    def lanes(extent):  # the emitter's vector lanes on that minor extent, log2 / 5
+        return np.log2(np.gcd(extent, 32)) / 5
+
+    # per slot: minor extent, its lanes, second minor extent (+ copy flag for operands)
     expected = [
         [  # a: x read row-major (no copy), w column-major (a copy); reshape reads dot's layout
-            [ln(4), ln(2), ln(8), ln(4), 0, ln(8), ln(2), 1],
-            [ln(8), 0, ln(4), ln(2), 0, 0, 0, 0],
+            [ln(4), lanes(4), ln(2), ln(8), lanes(8), ln(4), 0, ln(8), lanes(8), ln(2), 1],
+            [ln(8), lanes(8), 0, ln(4), lanes(4), ln(2), 0, 0, 0, 0, 0],
         ],
         [  # b: x column-major (a copy), w row-major; dot now writes (1, 0), reshape reads (0, 1)
-            [ln(2), ln(4), ln(4), ln(8), 1, ln(2), ln(8), 0],
-            [ln(8), 0, ln(4), ln(2), 1, 0, 0, 0],
+            [ln(2), lanes(2), ln(4), ln(4), lanes(4), ln(8), 1, ln(2), lanes(2), ln(8), 0],
+            [ln(8), lanes(8), 0, ln(4), lanes(4), ln(2), 1, 0, 0, 0, 0],
         ],
     ]
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float32))

@@ -28,8 +28,8 @@ class TGraphConfig(Config):
     ``sign(x) log(1 + |x|)`` of them first (shapes, sizes and tile sizes span orders of
     magnitude; see docs/tgraph.md). ``physical_layout`` (layout models, beyond the
     paper) adds what each configuration does physically: the extents of each layout
-    slot's minor dimensions and whether an operand is read in a layout other than its
-    producer's (``dagopt.nn.tgraph.physical``).
+    slot's minor dimensions, the vector lanes of the minor one, and whether an operand
+    is read in a layout other than its producer's (``dagopt.nn.tgraph.physical``).
     """
 
     kind: str = "layout"

@@ -12,6 +12,12 @@ its three layout slots (output; first operand; kernel, the second operand):
 - ``log(1 + extent)`` of the slot's minor-most and second minor-most physical dimension
   (the extents are the shape dimensions, ``node_feat[21:27]``, of the slot's tensor:
   the node's own output, or the operand's producer's output);
+- the vector lanes an emitter gets on the minor-most dimension, ``log2(gcd(extent, 32))
+  / 5`` in [0, 1]: the loop over a minor dimension is split by the largest power of two
+  up to 32 lanes dividing it (``dagopt.integrations.tvm.layout``), so a 49-token minor
+  dimension runs one element at a time where a 48-token one runs 16 lanes; an extent
+  alone does not tell a network that (added after the first measurements of this
+  option: docs/results.md, "Drawn sequence lengths");
 - for the two operand slots, 1 where the slot's layout differs from the layout its
   producer writes (the producer's configured output layout when it is configurable,
   else its ``layout_minor_to_major``, ``node_feat[134:140]``), 0 where they agree or
@@ -27,8 +33,10 @@ from dagopt.nn.tgraph.features import LAYOUT_SLOTS, GraphTensors
 
 SLOT_WIDTH = LAYOUT_CONFIG_FEATURES // LAYOUT_SLOTS
 """Minor-to-major entries per slot (``node_config_feat`` columns ``6s .. 6s + 5``)."""
-PHYSICAL_FEATURES = 2 * LAYOUT_SLOTS + (LAYOUT_SLOTS - 1)
-"""Two minor extents per slot and a copy flag per operand slot."""
+VECTOR_LANES = 32
+"""Most vector lanes of an emitted loop (``dagopt.integrations.tvm.layout``)."""
+PHYSICAL_FEATURES = 3 * LAYOUT_SLOTS + (LAYOUT_SLOTS - 1)
+"""Two minor extents and the minor dimension's lanes per slot, a copy flag per operand slot."""
 
 
 def physical_features(graph: GraphTensors, configs: torch.Tensor) -> torch.Tensor:
@@ -49,6 +57,9 @@ def physical_features(graph: GraphTensors, configs: torch.Tensor) -> torch.Tenso
             valid = (dim >= 0) & (owner >= 0)
             extent = dims[owner.clamp(min=0).unsqueeze(0), dim.clamp(min=0)]
             columns.append(torch.where(valid, extent.log1p(), 0.0))
+            if minor == 0:
+                lanes = torch.gcd(extent.long(), torch.tensor(VECTOR_LANES))
+                columns.append(torch.where(valid, lanes.float().log2() / 5, 0.0))
         if slot:
             columns.append(_copy_flag(layout, owner, position, layouts, node_feat))
     return torch.stack(columns, dim=-1)
