@@ -14,10 +14,13 @@ tile). Several folders on a side (e.g. the same run with other ``--seed`` values
 averaged graph by graph, so training noise does not decide the comparison. A row gives
 both means and the per-graph gain with the paired bootstrap interval of
 ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs);
-``--per-graph`` then lists every graph's score in each folder.
+``--per-graph`` then lists every graph's score in each folder; ``--graphs-matching``
+scores only the graphs whose name matches a regular expression (a subset of a split,
+such as the programs at some sequence lengths).
 """
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -41,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-graph", action="store_true", help="then every graph's scores")
+    parser.add_argument(
+        "--graphs-matching", type=re.compile, help="only graphs whose name matches (re.search)"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     header = ["collection", "variant", "graphs", "before", "after", "gain (95% CI)"]
@@ -55,7 +61,10 @@ def main(argv: list[str] | None = None) -> int:
             runs = [work / folder / variant for work in works]
             if not all((run / "model.pt").is_file() for run in runs):
                 continue
-            graphs = graphs or load_graphs(args.data, collection, [args.split], deduplicate=False)
+            graphs = graphs or _selected(
+                load_graphs(args.data, collection, [args.split], deduplicate=False),
+                args.graphs_matching,
+            )
             scores = np.array(
                 [
                     graph_scores(load_ranker(run / "model.pt"), graphs, permutations=args.tta)
@@ -75,6 +84,15 @@ def main(argv: list[str] | None = None) -> int:
         for graph, row in zip(graphs, scores.T, strict=True):
             print(markdown_row([graph.name, *(f"{x:.3f}" for x in row)]))
     return 0
+
+
+def _selected(graphs: list, pattern: re.Pattern | None) -> list:
+    """``graphs`` whose name ``pattern`` finds (all of them without one); none is an error."""
+    chosen = [g for g in graphs if pattern is None or pattern.search(g.name)]
+    if not chosen:
+        print(f"error: no graph name matches {pattern.pattern!r}", file=sys.stderr)
+        raise SystemExit(2)
+    return chosen
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ tvm = pytest.importorskip("tvm")
 
 from dagopt.integrations.tvm import require_tvm  # noqa: E402
 from dagopt.integrations.tvm.layout import (  # noqa: E402
+    VECTOR_LANES,
     LayoutPrograms,
     program_calls,
     random_config,
@@ -181,6 +182,14 @@ def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
         BuildOptions(graphs=4, extra=True, lengths=True)
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, lengths=True))
     assert path.parent.name in ("train", "valid")
+
+
+def test_the_model_reads_the_lanes_the_emitter_vectorises_with():
+    """``physical_layout``'s lanes column (``dagopt.nn.tgraph.physical``, which cannot
+    import this module) assumes the emitter's widest vector."""
+    from dagopt.nn.tgraph import physical
+
+    assert physical.VECTOR_LANES == VECTOR_LANES
 
 
 def test_missing_tvm_is_a_one_line_error(monkeypatch, root):

@@ -26,6 +26,8 @@ its three layout slots (output; first operand; kernel, the second operand):
 Operands are told apart by edge order (``GraphTensors.owners``).
 """
 
+import math
+
 import torch
 
 from dagopt.io.tpugraphs import LAYOUT_COLUMNS, LAYOUT_CONFIG_FEATURES, LAYOUT_MIN, SHAPE_DIMS
@@ -34,7 +36,8 @@ from dagopt.nn.tgraph.features import LAYOUT_SLOTS, GraphTensors
 SLOT_WIDTH = LAYOUT_CONFIG_FEATURES // LAYOUT_SLOTS
 """Minor-to-major entries per slot (``node_config_feat`` columns ``6s .. 6s + 5``)."""
 VECTOR_LANES = 32
-"""Most vector lanes of an emitted loop (``dagopt.integrations.tvm.layout``)."""
+"""Most vector lanes of an emitted loop (``dagopt.integrations.tvm.layout.VECTOR_LANES``,
+which this layer cannot import; a test holds them equal)."""
 PHYSICAL_FEATURES = 3 * LAYOUT_SLOTS + (LAYOUT_SLOTS - 1)
 """Two minor extents and the minor dimension's lanes per slot, a copy flag per operand slot."""
 
@@ -59,7 +62,8 @@ def physical_features(graph: GraphTensors, configs: torch.Tensor) -> torch.Tenso
             columns.append(torch.where(valid, extent.log1p(), 0.0))
             if minor == 0:
                 lanes = torch.gcd(extent.long(), torch.tensor(VECTOR_LANES))
-                columns.append(torch.where(valid, lanes.float().log2() / 5, 0.0))
+                scaled = lanes.float().log2() / math.log2(VECTOR_LANES)
+                columns.append(torch.where(valid, scaled, 0.0))
         if slot:
             columns.append(_copy_flag(layout, owner, position, layouts, node_feat))
     return torch.stack(columns, dim=-1)
