@@ -36,6 +36,7 @@ from dagopt.integrations.tvm.tile import (  # noqa: E402
 from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
 from dagopt.rank.configs.build import (  # noqa: E402
     EXTRA_MODELS,
+    EXTRA_WAVES,
     LENGTH_RANGE,
     SPLITS,
     BuildOptions,
@@ -147,14 +148,39 @@ def test_extra_architectures_are_a_plan_of_their_own_in_train(root):
     """``--extra`` (issue 20) adds training architectures without moving the original
     plan's graphs, and nothing of it lands in valid or test."""
     base = plan_graphs("layout-xla", root, BuildOptions(graphs=8))
-    extra = plan_graphs("layout-xla", root, BuildOptions(graphs=8, extra=True))
+    extra = plan_graphs("layout-xla", root, BuildOptions(graphs=8, extra=1))
     assert {model for model, _ in extra} == set(EXTRA_MODELS["layout-xla"])
     assert base == plan_graphs("layout-xla", root, BuildOptions(graphs=8))
     for kind, models in EXTRA_MODELS.items():
         assert not set(models) & {m for held in SPLITS[kind].values() for m in held}
     assert nlp_graph(LINEAR_LAYER, 1, 0, 10**6) is None  # MobileViT-S: 1 token // 4
-    (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, extra=True))
+    (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, extra=1))
     assert path.parent.name == "train" and path.name.startswith("mobilevit-small.")
+
+
+def test_a_later_extra_wave_leaves_the_earlier_plans_and_the_held_out_splits_alone(root):
+    """``--extra-wave 2`` (issue 20): patch-embedding vision transformers, whose convs
+    have stride = window (the held-out ConvNeXt-T's and Swin-T's kind), all in train;
+    wave 1's plan is unchanged by it."""
+    first = plan_graphs("layout-xla", root, BuildOptions(graphs=8, extra=1))
+    second = plan_graphs("layout-xla", root, BuildOptions(graphs=30, extra=2))
+    assert {model for model, _ in second} == set(EXTRA_WAVES[1]["layout-xla"])
+    assert first == plan_graphs("layout-xla", root, BuildOptions(graphs=8, extra=1))
+    assert not {g.name for _, g in first} & {g.name for _, g in second}
+    patches = [g for _, g in second if g.ops[2].stride == g.ops[1].shape[-1] > 1]
+    assert len(patches) >= 8  # convolution stride = its window
+    for kind, models in EXTRA_WAVES[1].items():
+        assert all(split_of(kind, m) == "train" for m in models)
+    assert BuildOptions(extra=2).seed_offset not in (0, BuildOptions(extra=1).seed_offset)
+    with pytest.raises(InputError, match="no layout-nlp architectures"):
+        plan_graphs("layout-nlp", root, BuildOptions(graphs=4, extra=2))
+    with pytest.raises(InputError, match=r"the waves are 1\.\.2"):
+        BuildOptions(extra=3)
+    result = runner.invoke(
+        app, ["generate", "configs", "--collection", "tile", "--extra", "--extra-wave", "2",
+              "--out", str(root)],
+    )  # fmt: skip
+    assert result.exit_code == 2 and "--extra is wave 1" in result.output
 
 
 def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
@@ -172,6 +198,10 @@ def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
     assert sum(t & (t - 1) != 0 for t in tokens) > len(tokens) // 2
     base = {g.name for _, g in plan_graphs("layout-nlp", root, BuildOptions(graphs=24))}
     assert len(base & {g.name for _, g in plan}) < 4
+    dense = plan_graphs("tile", root, options)  # tile: the same for dense kernels
+    assert {model for model, _ in dense} <= models | {"vit-base"}
+    assert all(k.op == "dense" for _, k in dense) and len(dense) == 24
+    assert sum(k.m & (k.m - 1) != 0 for _, k in dense) >= len(dense) // 3
     for bad, match in (
         (("layout-xla", BuildOptions(graphs=4, lengths=True)), "only for"),
         (("layout-nlp", BuildOptions(lengths=True)), "needs --graphs"),
@@ -179,7 +209,7 @@ def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
         with pytest.raises(InputError, match=match):
             plan_graphs(bad[0], root, bad[1])
     with pytest.raises(InputError, match="separate plans"):
-        BuildOptions(graphs=4, extra=True, lengths=True)
+        BuildOptions(graphs=4, extra=1, lengths=True)
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, lengths=True))
     assert path.parent.name in ("train", "valid")
 

@@ -25,6 +25,7 @@ from dagopt.zoo import (
     get_model,
     model_names,
 )
+from dagopt.zoo.models import PATCH_EMBEDDING_MODELS
 
 runner = CliRunner()
 
@@ -235,6 +236,24 @@ def test_held_out_cnns_are_listed_apart_and_found_by_name():
 def test_held_out_cnns_have_the_published_parameter_counts(name):
     module, _ = get_model(name).build("small")
     assert sum(p.numel() for p in module.parameters()) == HELD_OUT_PARAMETERS[name]
+
+
+def test_patch_embedding_models_have_the_published_sizes_and_stride_window_convs():
+    """PVT-Tiny 13.2 M and PVTv2-B0 3.7 M parameters at 224 px (Wang et al. 2021,
+    2022), exportable by name, outside the catalogue; their groups-1 convs at 64 px
+    are the stride = window kind the configuration dataset's wave 2 is for."""
+    import torch
+
+    published = {"pvt-tiny": 13_229_288, "pvt-v2-b0": 3_666_760}
+    assert {m.name for m in PATCH_EMBEDDING_MODELS} == set(published)
+    assert not set(published) & set(model_names() + model_names(held_out=True))
+    for name, count in published.items():
+        module, _ = get_model(name).build("large")
+        assert sum(p.numel() for p in module.parameters()) == count
+    module, inputs = get_model("pvt-tiny").build("small")
+    assert module(*inputs).shape == (1, 1000)
+    convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert len(convs) == 10 and all(m.stride == m.kernel_size for m in convs)
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():

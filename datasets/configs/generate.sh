@@ -33,3 +33,10 @@ for variant in random default; do
   dagopt generate configs --collection layout-nlp --variant "$variant" --lengths --graphs 60 \
     --out datasets/configs
 done
+# Issue 20, wave 2: patch-embedding vision transformers (build.EXTRA_WAVES[1]: PVT-Tiny and
+# PVTv2-B0), whose convolutions have stride = window; all of them land in the train split.
+for variant in random default; do
+  dagopt generate configs --collection layout-xla --variant "$variant" --extra-wave 2 \
+    --graphs 14 --out datasets/configs
+done
+dagopt generate configs --collection tile --extra-wave 2 --graphs 20 --out datasets/configs

@@ -7,6 +7,7 @@ import typer
 from rich.progress import track
 
 from dagopt.cli.output import console, err_console
+from dagopt.errors import InputError
 from dagopt.io import write_graph_json
 
 #: Show a progress bar from this many graphs on; list every file below it.
@@ -118,10 +119,20 @@ def configs(
     extra: Annotated[
         bool, typer.Option("--extra", help="Measure the extra training architectures.")
     ] = False,
+    extra_wave: Annotated[
+        int | None,
+        typer.Option(
+            "--extra-wave",
+            min=1,
+            help="Measure a later wave of extra training architectures (1 = --extra).",
+            show_default=False,
+        ),
+    ] = None,
     lengths: Annotated[
         bool,
         typer.Option(
-            "--lengths", help="layout-nlp: attention at drawn sequence lengths (train, valid)."
+            "--lengths",
+            help="layout-nlp, tile: attention / dense at drawn sequence lengths (train, valid).",
         ),
     ] = False,
 ) -> None:
@@ -130,7 +141,10 @@ def configs(
     from dagopt.cli.output import progress_on_terminal
     from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
 
-    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, extra, lengths)
+    if extra and extra_wave not in (None, 1):
+        raise InputError(f"--extra is wave 1: it cannot go with --extra-wave {extra_wave}")
+    wave = extra_wave or int(extra)
+    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, wave, lengths)
     name = collection_name(collection, variant)
     with progress_on_terminal():
         written = build_collection(out, collection, variant, options)

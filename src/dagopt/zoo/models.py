@@ -208,6 +208,21 @@ def _swin(size: str) -> Built:
     return _wrap(model, ("pixel_values",), "logits"), (_image(SWIN_SIDE[size]),)
 
 
+def _pvt(size: str) -> Built:
+    from transformers import PvtConfig, PvtForImageClassification
+
+    config = PvtConfig(image_size=IMAGE_SIDE[size], num_labels=1000, attn_implementation="eager")
+    model = PvtForImageClassification(config)
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
+def _pvt_v2(size: str) -> Built:
+    from transformers import PvtV2Config, PvtV2ForImageClassification
+
+    model = PvtV2ForImageClassification(PvtV2Config(num_labels=1000, attn_implementation="eager"))
+    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+
+
 def _resnet(size: str) -> Built:
     from transformers import ResNetConfig, ResNetForImageClassification
 
@@ -459,7 +474,34 @@ TRAINING_CNNS: tuple[ZooModel, ...] = tuple(
     for seed in (3, 4, 5, 6)
 )
 
-_BY_NAME = {model.name: model for model in MODELS + HELD_OUT_MODELS + TRAINING_CNNS}
+#: Vision transformers whose convolutions have stride = window (patch embeddings, and
+#: PVT's spatial-reduction attention): training architectures of the measured
+#: configuration dataset (``dagopt.rank.configs.build.EXTRA_WAVES``, issue 20), exportable
+#: by name but neither in the catalogue nor held out.
+PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
+    ZooModel(
+        "pvt-tiny",
+        "vision-transformer",
+        "PvtForImageClassification(PvtConfig(image_size=side)): PVT-Tiny (Wang et al. 2021),"
+        " depths 2-2-2-2, widths 64-128-320-512, patch embeddings 4-2-2-2 (stride = window),"
+        " spatial reduction 8-4-2-1; eager attention; logits",
+        _images(),
+        _pvt,
+    ),
+    ZooModel(
+        "pvt-v2-b0",
+        "vision-transformer",
+        "PvtV2ForImageClassification(PvtV2Config()): PVTv2-B0 (Wang et al. 2022),"
+        " depths 2-2-2-2, widths 32-64-160-256, overlapping patch embeddings 7/4 then 3/2,"
+        " spatial reduction 8-4-2-1; eager attention; logits",
+        _images(),
+        _pvt_v2,
+    ),
+)
+
+_BY_NAME = {
+    model.name: model for model in MODELS + HELD_OUT_MODELS + TRAINING_CNNS + PATCH_EMBEDDING_MODELS
+}
 
 
 def model_names(held_out: bool = False) -> list[str]:
@@ -473,5 +515,4 @@ def get_model(name: str) -> ZooModel:
     try:
         return _BY_NAME[name]
     except KeyError:
-        known = model_names() + model_names(held_out=True) + [m.name for m in TRAINING_CNNS]
-        raise InputError(f"unknown zoo model {name!r} (models: {', '.join(known)})") from None
+        raise InputError(f"unknown zoo model {name!r} (models: {', '.join(_BY_NAME)})") from None

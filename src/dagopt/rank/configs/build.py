@@ -14,19 +14,20 @@ round-robin over the architectures, so a partial run covers every split.
 
 ``--extra`` (issue 20) measures more training architectures (``EXTRA_MODELS``) in a
 plan of their own, so the original plan, and with it every file it wrote, stays as it
-was; their graphs land in ``train`` (``SPLITS`` does not name them).
+was; their graphs land in ``train`` (``SPLITS`` does not name them). Later waves of
+them (``--extra-wave N``, ``EXTRA_WAVES``) are plans of their own again.
 
-``--lengths`` (``layout-nlp``, issue 20) measures attention programs of the train and
-valid architectures at sequence lengths drawn uniformly from ``LENGTH_RANGE``, in a plan
-of its own: the zoo's inputs give powers of two, which the vectorised minor dimension
-always divides, while real inputs have any length (a ViT's class token makes 197).
-The test architectures get none, so the test split is unchanged; valid's architecture
-gets its share.
+``--lengths`` (``layout-nlp`` and tile, issue 20) measures attention programs (tile:
+dense kernels of the linear layers) of the train and valid transformers at sequence
+lengths drawn uniformly from ``LENGTH_RANGE``, in a plan of its own: the zoo's inputs
+give powers of two, which the vectorised minor dimension always divides, while real
+inputs have any length (a ViT's class token makes 197). The test architectures get
+none, so the test split is unchanged; valid's architecture gets its share.
 """
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,8 +60,16 @@ EXTRA_MODELS = {
 """Training architectures added by ``--extra`` (issue 20): zoo CNNs with groups-1 convs
 (EfficientNet-B0's convs pad by name, which ``zoo_shapes`` skips) and MobileViT-S,
 whose attention has the equal in/out projections ``nlp`` graphs need."""
-EXTRA_SEED = 1000
-"""Offset of the ``--extra`` plan's seeds, so its configurations are drawn afresh."""
+PATCH_MODELS = ("pvt-tiny", "pvt-v2-b0")
+EXTRA_WAVES = (
+    EXTRA_MODELS,
+    {"tile": PATCH_MODELS, "layout-xla": PATCH_MODELS, "layout-nlp": ()},
+)
+"""The training architectures of ``--extra-wave 1, 2, ...``: wave 2 (issue 20) holds
+vision transformers whose convolutions have stride = window (``dagopt.zoo.models.
+PATCH_EMBEDDING_MODELS``), a kind of layer no earlier training architecture had."""
+EXTRA_SEEDS = (1000, 3000)
+"""Offset of each extra wave's seeds, so its configurations are drawn afresh."""
 LENGTHS_SEED = 2000
 """Offset of the ``--lengths`` plan's seeds (its configurations and drawn lengths)."""
 LENGTH_RANGE = (2, 64)
@@ -76,8 +85,9 @@ SIDECAR = "measurements.json"
 class BuildOptions:
     """What to measure: ``graphs`` and ``configs`` per graph (``None``: the defaults),
     interleaved ``rounds``, the MAC budget of one graph, the seed, the pinned core and
-    whether to plan the ``EXTRA_MODELS`` or drawn sequence lengths (``lengths``) instead
-    of the original architectures' zoo shapes."""
+    whether to plan an extra wave of architectures (``extra``: 1 for ``EXTRA_MODELS``,
+    ``N`` for ``EXTRA_WAVES[N - 1]``, 0 for none) or drawn sequence lengths
+    (``lengths``) instead of the original architectures' zoo shapes."""
 
     graphs: int | None = None
     configs: int | None = None
@@ -85,17 +95,21 @@ class BuildOptions:
     max_macs: int = 2_000_000
     seed: int = 0
     core: int | None = None
-    extra: bool = False
+    extra: int = 0
     lengths: bool = False
 
     def __post_init__(self) -> None:
         if self.extra and self.lengths:
             raise InputError("--extra and --lengths are separate plans: choose one")
+        if not 0 <= self.extra <= len(EXTRA_WAVES):
+            raise InputError(f"--extra-wave {self.extra}: the waves are 1..{len(EXTRA_WAVES)}")
 
     @property
     def seed_offset(self) -> int:
         """Added to every graph's seed, so each plan draws its configurations afresh."""
-        return EXTRA_SEED if self.extra else LENGTHS_SEED if self.lengths else 0
+        if self.extra:
+            return EXTRA_SEEDS[self.extra - 1]
+        return LENGTHS_SEED if self.lengths else 0
 
 
 def collection_name(kind: str, variant: str) -> str:
@@ -132,7 +146,9 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 
     if options.lengths:
         return _round_robin(_drawn_length_graphs(kind, root, options))[: options.graphs]
-    models = (EXTRA_MODELS if options.extra else MODELS)[kind]
+    models = (EXTRA_WAVES[options.extra - 1] if options.extra else MODELS)[kind]
+    if not models:
+        raise InputError(f"--extra-wave {options.extra} has no {kind} architectures")
     layers = zoo_layers(list(models), root / "zoo_shapes.json")
     total = options.graphs or DEFAULT_GRAPHS[kind]
     per_model: dict[str, list] = {}
@@ -158,15 +174,17 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 
 
 def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[str, list]:
-    """Per train or valid architecture (original and extra), ``LENGTH_DRAWS`` attention
-    programs of its layers in turn, each with 1 or 2 heads and a length drawn uniformly
-    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position);
-    programs of the same name are measured once."""
+    """Per train or valid architecture (original and extra) with attention,
+    ``LENGTH_DRAWS`` graphs of its layers in turn at a sequence length drawn uniformly
+    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position):
+    ``layout-nlp`` attention programs of 1 or 2 heads, tile dense kernels of its linear
+    layers; graphs of the same name are measured once."""
     from dagopt.rank.configs.layout import nlp_graph
+    from dagopt.rank.configs.tile import tile_kernel
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
-    if kind != "layout-nlp":
-        raise InputError("--lengths draws sequence lengths: only for --collection layout-nlp")
+    if kind not in ("layout-nlp", "tile"):
+        raise InputError("--lengths draws sequence lengths: only for layout-nlp and tile")
     if not options.graphs:
         raise InputError("--lengths needs --graphs (how many programs to measure)")
     models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
@@ -175,14 +193,25 @@ def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[s
     per_model = {}
     for index, model in enumerate(models):
         rng = np.random.default_rng([LENGTHS_SEED, index])
-        square = (x for x in layers[model] if x.kind == "linear" and x.cin == x.cout and x.heads)
-        attention = list({(x.cin, x.heads): x for x in square}.values())
+        linear = [x for x in layers[model] if x.kind == "linear" and x.heads]
+        if not linear:  # a CNN (tile): no sequence to draw a length of
+            continue
+        if kind == "layout-nlp":
+            square = (x for x in linear if x.cin == x.cout)
+            attention = list({(x.cin, x.heads): x for x in square}.values())
         drawn = {}
         for draw in range(LENGTH_DRAWS):
-            heads, tokens = int(rng.integers(1, 3)), int(rng.integers(low, high + 1))
-            graph = nlp_graph(attention[draw % len(attention)], heads, tokens, options.max_macs)
+            if kind == "layout-nlp":
+                heads, tokens = int(rng.integers(1, 3)), int(rng.integers(low, high + 1))
+                layer = attention[draw % len(attention)]
+                graph = nlp_graph(layer, heads, tokens, options.max_macs)
+                name = graph and graph.name
+            else:
+                layer = replace(linear[draw % len(linear)], side=int(rng.integers(low, high + 1)))
+                graph = tile_kernel(layer, options.max_macs)
+                name = graph and _graph_name(model, graph)
             if graph is not None:
-                drawn.setdefault(graph.name, (model, graph))
+                drawn.setdefault(name, (model, graph))
         per_model[model] = list(drawn.values())
     return per_model
 
