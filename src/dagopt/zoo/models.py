@@ -208,21 +208,6 @@ def _swin(size: str) -> Built:
     return _wrap(model, ("pixel_values",), "logits"), (_image(SWIN_SIDE[size]),)
 
 
-def _pvt(size: str) -> Built:
-    from transformers import PvtConfig, PvtForImageClassification
-
-    config = PvtConfig(image_size=IMAGE_SIDE[size], num_labels=1000, attn_implementation="eager")
-    model = PvtForImageClassification(config)
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
-
-
-def _pvt_v2(size: str) -> Built:
-    from transformers import PvtV2Config, PvtV2ForImageClassification
-
-    model = PvtV2ForImageClassification(PvtV2Config(num_labels=1000, attn_implementation="eager"))
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
-
-
 def _resnet(size: str) -> Built:
     from transformers import ResNetConfig, ResNetForImageClassification
 
@@ -267,16 +252,23 @@ def _multibranch(build: Callable[[], "torch.nn.Module"]) -> Callable[[str], Buil
     return builder
 
 
-def _transformers_cnn(config_class: str, model_class: str, **config: Any) -> Callable[[str], Built]:
-    """A builder of a ``transformers`` image classifier on ``HELD_OUT_BATCH`` images."""
+def _transformers_classifier(
+    config_class: str,
+    model_class: str,
+    batch: int = HELD_OUT_BATCH,
+    sized: bool = False,
+    **config: Any,
+) -> Callable[[str], Built]:
+    """A builder of a ``transformers`` image classifier on ``batch`` images; ``sized``:
+    the config's ``image_size`` is the input side (PVT's position embeddings follow it)."""
 
     def builder(size: str) -> Built:
         import transformers
 
-        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**config))
-        return _wrap(model, ("pixel_values",), "logits"), (
-            _image(IMAGE_SIDE[size], HELD_OUT_BATCH),
-        )
+        side = IMAGE_SIDE[size]
+        options = {**config, "image_size": side} if sized else config
+        model = getattr(transformers, model_class)(getattr(transformers, config_class)(**options))
+        return _wrap(model, ("pixel_values",), "logits"), (_image(side, batch),)
 
     return builder
 
@@ -430,7 +422,7 @@ HELD_OUT_MODELS: tuple[ZooModel, ...] = (
         " EfficientNet-B0"
         " (squeeze-excitation branches); logits",
         _images(batch=HELD_OUT_BATCH),
-        _transformers_cnn(
+        _transformers_classifier(
             "EfficientNetConfig",
             "EfficientNetForImageClassification",
             width_coefficient=1.0,
@@ -448,7 +440,7 @@ HELD_OUT_MODELS: tuple[ZooModel, ...] = (
         "MobileViTForImageClassification(MobileViTConfig(num_labels=1000)): MobileViT-S,"
         " convolutions with transformer blocks (eager attention); logits",
         _images(batch=HELD_OUT_BATCH),
-        _transformers_cnn(
+        _transformers_classifier(
             "MobileViTConfig",
             "MobileViTForImageClassification",
             num_labels=1000,
@@ -486,7 +478,14 @@ PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
         " depths 2-2-2-2, widths 64-128-320-512, patch embeddings 4-2-2-2 (stride = window),"
         " spatial reduction 8-4-2-1; eager attention; logits",
         _images(),
-        _pvt,
+        _transformers_classifier(
+            "PvtConfig",
+            "PvtForImageClassification",
+            batch=1,
+            sized=True,
+            num_labels=1000,
+            attn_implementation="eager",
+        ),
     ),
     ZooModel(
         "pvt-v2-b0",
@@ -495,7 +494,13 @@ PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
         " depths 2-2-2-2, widths 32-64-160-256, overlapping patch embeddings 7/4 then 3/2,"
         " spatial reduction 8-4-2-1; eager attention; logits",
         _images(),
-        _pvt_v2,
+        _transformers_classifier(
+            "PvtV2Config",
+            "PvtV2ForImageClassification",
+            batch=1,
+            num_labels=1000,
+            attn_implementation="eager",
+        ),
     ),
 )
 
