@@ -176,11 +176,8 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[str, list]:
     """Per train or valid architecture (original and extra) with attention,
     ``LENGTH_DRAWS`` graphs of its layers in turn at a sequence length drawn uniformly
-    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position):
-    ``layout-nlp`` attention programs of 1 or 2 heads, tile dense kernels of its linear
-    layers; graphs of the same name are measured once."""
-    from dagopt.rank.configs.layout import nlp_graph
-    from dagopt.rank.configs.tile import tile_kernel
+    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position;
+    ``_at_drawn_length``); graphs of the same name are measured once."""
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
     if kind not in ("layout-nlp", "tile"):
@@ -189,31 +186,34 @@ def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[s
         raise InputError("--lengths needs --graphs (how many programs to measure)")
     models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
     layers = zoo_layers(models, root / "zoo_shapes.json")
-    low, high = LENGTH_RANGE
     per_model = {}
     for index, model in enumerate(models):
         rng = np.random.default_rng([LENGTHS_SEED, index])
         linear = [x for x in layers[model] if x.kind == "linear" and x.heads]
+        if kind == "layout-nlp":  # attention: the query projections, one per width and heads
+            linear = list({(x.cin, x.heads): x for x in linear if x.cin == x.cout}.values())
         if not linear:  # a CNN (tile): no sequence to draw a length of
             continue
-        if kind == "layout-nlp":
-            square = (x for x in linear if x.cin == x.cout)
-            attention = list({(x.cin, x.heads): x for x in square}.values())
         drawn = {}
         for draw in range(LENGTH_DRAWS):
-            if kind == "layout-nlp":
-                heads, tokens = int(rng.integers(1, 3)), int(rng.integers(low, high + 1))
-                layer = attention[draw % len(attention)]
-                graph = nlp_graph(layer, heads, tokens, options.max_macs)
-                name = graph and graph.name
-            else:
-                layer = replace(linear[draw % len(linear)], side=int(rng.integers(low, high + 1)))
-                graph = tile_kernel(layer, options.max_macs)
-                name = graph and _graph_name(model, graph)
+            graph = _at_drawn_length(kind, linear[draw % len(linear)], rng, options.max_macs)
             if graph is not None:
-                drawn.setdefault(name, (model, graph))
+                drawn.setdefault(_graph_name(model, graph), (model, graph))
         per_model[model] = list(drawn.values())
     return per_model
+
+
+def _at_drawn_length(kind: str, layer, rng: np.random.Generator, max_macs: int):
+    """``layer`` at a sequence length drawn from ``LENGTH_RANGE``: a ``layout-nlp``
+    attention program of 1 or 2 heads (drawn first), or a tile dense kernel."""
+    from dagopt.rank.configs.layout import nlp_graph
+    from dagopt.rank.configs.tile import tile_kernel
+
+    low, high = LENGTH_RANGE
+    if kind == "layout-nlp":
+        heads = int(rng.integers(1, 3))
+        return nlp_graph(layer, heads, int(rng.integers(low, high + 1)), max_macs)
+    return tile_kernel(replace(layer, side=int(rng.integers(low, high + 1))), max_macs)
 
 
 def _graph_name(model: str, graph) -> str:
