@@ -6,14 +6,21 @@ per collection: graphs per split, configurations, the retest Kendall tau between
 halves of the timing rounds (the ceiling a model can reach), the runtime spread (slowest
 / fastest configuration of a graph, from the files), the 1-minute load average while
 measuring, and the size on disk. Tile rows add the best tiling's speed-up over TVM's
-default schedule (``config_runtime_normalizers``).
+default schedule (``config_runtime_normalizers``). ``--since COMMIT`` restricts every
+row to the graphs measured after a commit (those whose file that commit lacks), so a
+batch added to the dataset can be described on its own; ``--until COMMIT`` to the
+graphs that commit already had.
 
     PYTHONPATH=src python benchmarks/configs_dataset.py
+    PYTHONPATH=src python benchmarks/configs_dataset.py --since 5550ba7
 """
 
 import argparse
 import json
 import platform
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -38,8 +45,33 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def collection_row(root: Path, collection: str) -> str | None:
-    files = {s: sorted(collection_dir(root, collection, s).glob("*.npz")) for s in SPLITS}
+def files_at(root: Path, commit: str) -> set[Path]:
+    """The dataset files (paths under ``root``) in ``commit``'s tree."""
+    listing = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", commit, "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    if listing.returncode:
+        print(f"error: {commit}: {listing.stderr.strip()}", file=sys.stderr)
+        raise SystemExit(2)
+    return {Path(line) for line in listing.stdout.splitlines()}
+
+
+def collection_row(
+    root: Path, collection: str, keep: Callable[[Path], bool] | None = None
+) -> str | None:
+    """The collection's row over its graphs (those whose path under ``root`` ``keep``
+    accepts, when given)."""
+    files = {
+        s: sorted(
+            p
+            for p in collection_dir(root, collection, s).glob("*.npz")
+            if keep is None or keep(p.relative_to(root))
+        )
+        for s in SPLITS
+    }
     if not any(files.values()):
         return None
     sidecar = collection_dir(root, collection, "train").parent / "measurements.json"
@@ -68,7 +100,14 @@ def collection_row(root: Path, collection: str) -> str | None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("datasets/configs"))
+    commit = parser.add_mutually_exclusive_group()
+    commit.add_argument("--since", metavar="COMMIT", help="only graphs measured after COMMIT")
+    commit.add_argument("--until", metavar="COMMIT", help="only graphs COMMIT already had")
     args = parser.parse_args(argv)
+    keep = None
+    if args.since or args.until:
+        old = files_at(args.root, args.since or args.until)
+        keep = (lambda path: path not in old) if args.since else (lambda path: path in old)
     print(f"machine: {cpu_model()}; medians [min, max] over the graphs\n")
     print(
         "| collection | graphs train / valid / test | configurations (per graph) "
@@ -77,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for collection in COLLECTIONS:
-        row = collection_row(args.root, collection)
+        row = collection_row(args.root, collection, keep)
         if row:
             print(row)
 
