@@ -40,3 +40,6 @@ for variant in random default; do
     --graphs 14 --out datasets/configs
 done
 dagopt generate configs --collection tile --extra-wave 2 --graphs 20 --out datasets/configs
+# Issue 20, wave 2 too: tile's dense kernels of the train and valid transformers' linear
+# layers at token counts drawn from 2..64 (build.LENGTH_RANGE).
+dagopt generate configs --collection tile --lengths --graphs 64 --out datasets/configs
