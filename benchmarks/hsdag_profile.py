@@ -2,6 +2,7 @@
 
     python benchmarks/hsdag_profile.py --model resnet-50 --devices cpu,cuda:0 --out p.json
     python benchmarks/hsdag_profile.py --shipped      # the CPU-only profiles in dagopt/data
+    python benchmarks/hsdag_profile.py --refit p.json # the transfer fit again, from its copies
 
 Every op of the zoo model's PyTorch graph is timed alone on each device (median of 5
 runs after a warm-up) and the transfer cost ``latency + bytes / bandwidth`` is fitted
@@ -10,17 +11,23 @@ to ``.to`` copies of 1 KiB to 64 MiB between the devices
 profiles shipped with dagopt: devices ``cpu,cpu`` (two CPU "devices" on the project's
 CPU-only machine; a copy between them is free), labelled as CPU-only profiles. On a
 GPU machine, ``--devices cpu,cuda:0`` measures the profile the paper's setting needs.
+``--refit`` rewrites a profile's transfer latency and bandwidth from the copies it
+recorded, with the current ``fit_transfer`` (no device needed).
 """
 
 import argparse
 import sys
 import time
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
+
+import numpy as np
 
 from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
 from dagopt.integrations.torch_latency import profile_torch
 from dagopt.io.torch import graph_from_module
+from dagopt.objectives.latency import Profile, fit_transfer
 
 
 def measure(model: str, devices: list[str], out: Path, label: str) -> None:
@@ -42,7 +49,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     parser.add_argument("--label", default=None)
     parser.add_argument("--shipped", action="store_true", help="re-measure the shipped profiles")
+    parser.add_argument("--refit", type=Path, nargs="+", help="profiles to refit (transfers)")
     args = parser.parse_args(argv)
+    if args.refit:
+        for path in args.refit:
+            profile = Profile.read(path)
+            latency, bandwidth = fit_transfer(np.array(profile.copies))
+            replace(profile, latency=latency, bandwidth=bandwidth).write(path)
+            print(f"{path}: transfer {1e6 * profile.latency:.1f} us + bytes / "
+                  f"{profile.bandwidth / 1e9:.3g} GB/s -> {1e6 * latency:.1f} us + bytes / "
+                  f"{bandwidth / 1e9:.3g} GB/s")  # fmt: skip
+        return 0
     if args.shipped:
         folder = Path(str(resources.files("dagopt.data")))
         for model in PAPER_MODELS:

@@ -10,17 +10,26 @@ of the topological order at evenly spaced points (a prefix on one device, the re
 the other), and random placements with a growing share on the second device. Each is
 measured in PyTorch (the paper's protocol, more runs where noisy) in random order.
 On ``cpu,cpu`` both "devices" are the same CPU: the latencies barely differ and the
-rank correlation says little; the number that matters needs ``cpu,cuda:0``.
+rank correlation says little; the number that matters needs ``cpu,cuda:0``. ``--save``
+keeps the placements with their measured latencies (FILE) and the graph
+(FILE.graph.json); ``--measured FILE`` scores a profile (``--profile``, or the shipped
+one) against those measurements again, without the hardware or a PyTorch export.
 """
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import numpy as np
+import torch
 from scipy.stats import spearmanr
 
-from dagopt.bench.latency_envs import PAPER_MODELS, zoo_inputs
+from dagopt.bench.latency_envs import PAPER_MODELS, default_profile, zoo_inputs
 from dagopt.integrations.torch_latency import TorchLatency, profile_torch
+from dagopt.io import load
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import write_graph_json
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives.latency import Profile, ProfiledLatency
 
@@ -38,15 +47,14 @@ def placements(n: int, order: np.ndarray, count: int, rng: np.random.Generator) 
     return np.stack(rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="resnet-50", choices=list(PAPER_MODELS))
-    parser.add_argument("--devices", default="cpu,cuda:0")
-    parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")
-    parser.add_argument("--placements", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    devices = args.devices.split(",")
+def graph_file(saved: Path) -> Path:
+    """The graph saved beside a ``--save`` record."""
+    return saved.with_name(saved.name.removesuffix(".json") + ".graph.json")
+
+
+def measure(args: argparse.Namespace, devices: list[str]) -> tuple:
+    """Placements of the exported zoo model measured in PyTorch; the profile (given or
+    measured first), the graph, the placements, their latencies and the failure count."""
     module, inputs = zoo_inputs(args.model)
     torch_graph = graph_from_module(module, inputs, name=args.model)
     if args.profile is None:
@@ -54,20 +62,55 @@ def main(argv: list[str] | None = None) -> int:
                                 label=f"measured on {args.devices}")  # fmt: skip
     else:
         profile = Profile.read(args.profile)
-    predicted_env = ProfiledLatency(torch_graph.graph, profile)
     measured_env = TorchLatency(torch_graph, devices, inputs)
     rng = np.random.default_rng(args.seed)
     graph = torch_graph.graph
     rows = placements(graph.num_nodes, graph.topological_order, args.placements, rng)
-    predicted = np.array([predicted_env.evaluate(r, None, "runtime").makespan for r in rows])
     measured = np.empty(len(rows))
     for i in rng.permutation(len(rows)):
         measured[i] = measured_env.evaluate(rows[i], None, "runtime").makespan
+    if args.save is not None:
+        write_graph_json(graph, graph_file(args.save))
+        record = {"model": args.model, "devices": devices, "torch": torch.__version__,
+                  "names": list(graph.names), "placements": rows.tolist(),
+                  "measured": measured.tolist()}  # fmt: skip
+        write_text_atomic(args.save, json.dumps(record))
+    return profile, graph, rows, measured, measured_env.failures
+
+
+def reread(args: argparse.Namespace) -> tuple:
+    """A ``--save`` record in place of measuring: its graph, placements and latencies."""
+    record = json.loads(args.measured.read_text())
+    graph = load(graph_file(args.measured))
+    if list(graph.names) != record["names"]:
+        raise SystemExit(f"{graph_file(args.measured)} is not the graph of {args.measured}")
+    args.model, args.devices = record["model"], ",".join(record["devices"])
+    profile = Profile.read(args.profile or default_profile(args.model, record["devices"]))
+    rows, measured = np.array(record["placements"]), np.array(record["measured"])
+    return profile, graph, rows, measured, 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="resnet-50", choices=list(PAPER_MODELS))
+    parser.add_argument("--devices", default="cpu,cuda:0")
+    parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")
+    parser.add_argument("--placements", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--save", type=Path, help="write the placements and latencies here")
+    parser.add_argument("--measured", type=Path, help="a --save record: predict, not measure")
+    args = parser.parse_args(argv)
+    if args.measured is not None:
+        profile, graph, rows, measured, failures = reread(args)
+    else:
+        profile, graph, rows, measured, failures = measure(args, args.devices.split(","))
+    predicted_env = ProfiledLatency(graph, profile)
+    predicted = np.array([predicted_env.evaluate(r, None, "runtime").makespan for r in rows])
     rho = spearmanr(predicted, measured).statistic
     print(f"{args.model} on {args.devices}: {len(rows)} placements, measured "
           f"{1e3 * measured.min():.2f}-{1e3 * measured.max():.2f} ms, predicted "
           f"{1e3 * predicted.min():.2f}-{1e3 * predicted.max():.2f} ms, "
-          f"{measured_env.failures} failed; Spearman rho = {rho:.3f} "
+          f"{failures} failed; Spearman rho = {rho:.3f} "
           f"({'meets' if rho >= 0.8 else 'below'} the issue's 0.8)")  # fmt: skip
     return 0
 

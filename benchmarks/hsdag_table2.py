@@ -24,13 +24,12 @@ printed beside ours for scale.
 """
 
 import argparse
-import statistics
 import sys
 import time
 
 import numpy as np
 
-from dagopt.bench.latency_envs import add_env_arguments, env_devices, latency_env
+from dagopt.bench.latency_envs import add_env_arguments, env_devices, interval, latency_env
 from dagopt.place import place
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
@@ -43,12 +42,6 @@ PAPER = {
 PAPER_ROWS = ("CPU-only", "GPU-only", "OpenVINO-CPU", "OpenVINO-GPU", "Placeto",
               "RNN placer", "HSDAG")  # fmt: skip
 LEARNED = ("hsdag", "placeto", "rnn-placer")
-
-
-def interval(values: list[float]) -> tuple[float, float, float]:
-    """Median and the 2.5 / 97.5 percentiles."""
-    low, high = np.percentile(values, [2.5, 97.5])
-    return statistics.median(values), float(low), float(high)
 
 
 def run_model(model: str, args: argparse.Namespace, seed: int) -> list[dict]:

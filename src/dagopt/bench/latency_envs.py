@@ -21,10 +21,13 @@ Paper 004's inputs: Inception-V3 at 299 px, ResNet-50 at 224 px, BERT-base on 8 
 (``PAPER_MODELS``); another zoo model takes its ``small`` inputs.
 """
 
+import statistics
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
@@ -63,6 +66,13 @@ def add_env_arguments(parser: Any) -> None:
     parser.add_argument("--episodes", type=int, default=100)
 
 
+def interval(values: list[float]) -> tuple[float, float, float]:
+    """The median of repeated latency measurements and their 2.5 / 97.5 percentiles
+    (how the HSDAG tables report a re-measured placement)."""
+    low, high = np.percentile(values, [2.5, 97.5])
+    return statistics.median(values), float(low), float(high)
+
+
 def env_devices(env: str, devices: str | None) -> list[str]:
     """``--devices`` as a list; by default ``cpu,gpu`` (``cpu,cpu`` for the shipped
     CPU-only profiles of ``--env profiled``)."""
@@ -92,7 +102,7 @@ def profile_name(model: str, devices: list[str]) -> str:
 
 
 def default_profile(model: str, devices: list[str]) -> Path:
-    """The shipped profile of ``model`` on ``devices`` (only ``cpu,cpu`` is shipped)."""
+    """The shipped profile of ``model`` on ``devices`` (``cpu,cpu`` and ``cpu,cuda:0``)."""
     path = Path(str(resources.files("dagopt.data") / profile_name(model, devices)))
     if not path.exists():
         raise InputError(
