@@ -8,16 +8,19 @@
 # 1. a profile of every model (benchmarks/hsdag_profile.py): op times on each device and
 #    the fitted transfer cost;
 # 2. Spearman's rho of the profiled predictions against measured PyTorch latency over
-#    PLACEMENTS placements (benchmarks/hsdag_profile_spearman.py);
-# 3. Table 2 MEASURED in PyTorch (benchmarks/hsdag_table2.py --env torch), seed 0, every
+#    PLACEMENTS placements (benchmarks/hsdag_profile_spearman.py), each record kept
+#    as $OUT/spearman-MODEL.json for rescoring without the hardware;
+# 3. with TRANSFER="FILE..." (placements written by hsdag_profile_transfer.py place), those
+#    placements measured beside CPU-only and GPU-only;
+# 4. Table 2 MEASURED in PyTorch (benchmarks/hsdag_table2.py --env torch), seed 0, every
 #    learned placer trained for EPISODES x 20 measured placements, BRKGA with as many;
 #    one model after the other while DEADLINE seconds (from the start) allow.
 # A step that fails is reported and the next one runs.
 set -uo pipefail
 out=${OUT:-bench-out}
 devices=${DEVICES:-cpu,cuda:0}
-models=${MODELS:-inception-v3 resnet-50 bert-base}
-table2_models=${TABLE2_MODELS:-resnet-50 bert-base inception-v3}
+models=${MODELS-inception-v3 resnet-50 bert-base}
+table2_models=${TABLE2_MODELS-resnet-50 bert-base inception-v3}
 episodes=${EPISODES:-3}
 placements=${PLACEMENTS:-50}
 deadline=${DEADLINE:-500}
@@ -37,6 +40,11 @@ for model in $models; do
     --save "$out/spearman-$model.json" \
     || echo "Spearman of $model FAILED"
 done
+if [[ -n "${TRANSFER:-}" ]]; then
+  # shellcheck disable=SC2086  # a list of files
+  python benchmarks/hsdag_profile_transfer.py measure $TRANSFER \
+    --deadline $((deadline - SECONDS - 60)) || echo "transfer measurement FAILED"
+fi
 for model in $table2_models; do
   left=$((deadline - SECONDS))
   if ((left < 60)); then
