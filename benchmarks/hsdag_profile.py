@@ -22,8 +22,6 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
-import numpy as np
-
 from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
 from dagopt.integrations.torch_latency import profile_torch
 from dagopt.io.torch import graph_from_module
@@ -54,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.refit:
         for path in args.refit:
             profile = Profile.read(path)
-            latency, bandwidth = fit_transfer(np.array(profile.copies))
+            latency, bandwidth = fit_transfer(profile.copies)
             replace(profile, latency=latency, bandwidth=bandwidth).write(path)
             print(f"{path}: transfer {1e6 * profile.latency:.1f} us + bytes / "
                   f"{profile.bandwidth / 1e9:.3g} GB/s -> {1e6 * latency:.1f} us + bytes / "

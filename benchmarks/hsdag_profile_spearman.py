@@ -20,12 +20,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from scipy.stats import spearmanr
 
 from dagopt.bench.latency_envs import PAPER_MODELS, default_profile, zoo_inputs
+from dagopt.graph import Graph
 from dagopt.integrations.torch_latency import TorchLatency, profile_torch
 from dagopt.io import load
 from dagopt.io.atomic import write_text_atomic
@@ -52,9 +54,22 @@ def graph_file(saved: Path) -> Path:
     return saved.with_name(saved.name.removesuffix(".json") + ".graph.json")
 
 
-def measure(args: argparse.Namespace, devices: list[str]) -> tuple:
-    """Placements of the exported zoo model measured in PyTorch; the profile (given or
-    measured first), the graph, the placements, their latencies and the failure count."""
+class Scored(NamedTuple):
+    """Placements with measured latencies, and the profile that predicts them."""
+
+    model: str
+    devices: str
+    profile: Profile
+    graph: Graph
+    rows: np.ndarray
+    measured: np.ndarray
+    failures: int
+
+
+def measure(args: argparse.Namespace) -> Scored:
+    """Placements of the exported zoo model measured in PyTorch, with the profile given
+    or measured first."""
+    devices = args.devices.split(",")
     module, inputs = zoo_inputs(args.model)
     torch_graph = graph_from_module(module, inputs, name=args.model)
     if args.profile is None:
@@ -75,19 +90,20 @@ def measure(args: argparse.Namespace, devices: list[str]) -> tuple:
                   "names": list(graph.names), "placements": rows.tolist(),
                   "measured": measured.tolist()}  # fmt: skip
         write_text_atomic(args.save, json.dumps(record))
-    return profile, graph, rows, measured, measured_env.failures
+    return Scored(args.model, args.devices, profile, graph, rows, measured,
+                  measured_env.failures)  # fmt: skip
 
 
-def reread(args: argparse.Namespace) -> tuple:
+def reread(args: argparse.Namespace) -> Scored:
     """A ``--save`` record in place of measuring: its graph, placements and latencies."""
     record = json.loads(args.measured.read_text())
     graph = load(graph_file(args.measured))
     if list(graph.names) != record["names"]:
         raise SystemExit(f"{graph_file(args.measured)} is not the graph of {args.measured}")
-    args.model, args.devices = record["model"], ",".join(record["devices"])
-    profile = Profile.read(args.profile or default_profile(args.model, record["devices"]))
+    profile = Profile.read(args.profile or default_profile(record["model"], record["devices"]))
     rows, measured = np.array(record["placements"]), np.array(record["measured"])
-    return profile, graph, rows, measured, 0
+    return Scored(record["model"], ",".join(record["devices"]), profile, graph, rows,
+                  measured, 0)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,17 +116,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", type=Path, help="write the placements and latencies here")
     parser.add_argument("--measured", type=Path, help="a --save record: predict, not measure")
     args = parser.parse_args(argv)
-    if args.measured is not None:
-        profile, graph, rows, measured, failures = reread(args)
-    else:
-        profile, graph, rows, measured, failures = measure(args, args.devices.split(","))
-    predicted_env = ProfiledLatency(graph, profile)
+    scored = reread(args) if args.measured is not None else measure(args)
+    rows, measured = scored.rows, scored.measured
+    predicted_env = ProfiledLatency(scored.graph, scored.profile)
     predicted = np.array([predicted_env.evaluate(r, None, "runtime").makespan for r in rows])
     rho = spearmanr(predicted, measured).statistic
-    print(f"{args.model} on {args.devices}: {len(rows)} placements, measured "
+    print(f"{scored.model} on {scored.devices}: {len(rows)} placements, measured "
           f"{1e3 * measured.min():.2f}-{1e3 * measured.max():.2f} ms, predicted "
           f"{1e3 * predicted.min():.2f}-{1e3 * predicted.max():.2f} ms, "
-          f"{failures} failed; Spearman rho = {rho:.3f} "
+          f"{scored.failures} failed; Spearman rho = {rho:.3f} "
           f"({'meets' if rho >= 0.8 else 'below'} the issue's 0.8)")  # fmt: skip
     return 0
 

@@ -28,11 +28,14 @@ import numpy as np
 import torch
 import transformers
 
-from dagopt.bench.latency_envs import PAPER_MODELS, interval, latency_env
+from dagopt.bench.latency_envs import (
+    LEARNED_PLACERS,
+    PAPER_MODELS,
+    interval,
+    latency_env,
+    train_placers,
+)
 from dagopt.io.atomic import write_text_atomic
-from dagopt.place import place
-
-METHODS = ("hsdag", "placeto", "rnn-placer")
 
 
 def place_all(args: argparse.Namespace) -> int:
@@ -43,22 +46,15 @@ def place_all(args: argparse.Namespace) -> int:
     for model in args.models:
         target = latency_env(model, "profiled", args.devices, seed=args.seed)
         graph, env = target.graph, target.env
-        rows, evaluations = {}, 0
-        for method in (*METHODS, "brkga"):
-            options = (
-                {"episodes": args.episodes, "steps": 20}
-                if method in METHODS
-                else {"evaluations": evaluations}
-            )
-            began = time.perf_counter()
-            found = place(graph, method, cost_model=env, seed=args.seed, **options)
-            seconds = time.perf_counter() - began
-            evaluations = evaluations or found.evaluations
-            predicted = env.evaluate(found.device_of, None, "runtime").makespan
-            rows[method] = {"predicted": predicted, "seconds": seconds,
+        rows = {}
+        methods = (*LEARNED_PLACERS, "brkga")
+        for method, found, seconds in train_placers(
+            graph, env, methods, episodes=args.episodes, seed=args.seed
+        ):
+            rows[method] = {"predicted": found.makespan, "seconds": seconds,
                             "placement": dict(zip(graph.names, found.device_of.tolist(),
                                                   strict=True))}  # fmt: skip
-            print(f"{model} {method}: predicted {1e3 * predicted:.3f} ms, trained "
+            print(f"{model} {method}: predicted {1e3 * found.makespan:.3f} ms, trained "
                   f"{seconds:.0f} s", flush=True)  # fmt: skip
         result["models"][model] = rows
         write_text_atomic(args.out, json.dumps(result, indent=1))

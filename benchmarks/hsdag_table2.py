@@ -26,12 +26,16 @@ a run stopped early still shows what it reached.
 
 import argparse
 import sys
-import time
 
 import numpy as np
 
-from dagopt.bench.latency_envs import add_env_arguments, env_devices, interval, latency_env
-from dagopt.place import place
+from dagopt.bench.latency_envs import (
+    add_env_arguments,
+    env_devices,
+    interval,
+    latency_env,
+    train_placers,
+)
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
 #: Placeto, RNN-based (None: out of memory), HSDAG.
@@ -42,29 +46,26 @@ PAPER = {
 }
 PAPER_ROWS = ("CPU-only", "GPU-only", "OpenVINO-CPU", "OpenVINO-GPU", "Placeto",
               "RNN placer", "HSDAG")  # fmt: skip
-LEARNED = ("hsdag", "placeto", "rnn-placer")
 
 
 def run_model(model: str, args: argparse.Namespace, seed: int) -> list[dict]:
     """Every method on ``model`` with ``seed``; rows of name, best seen, re-measured."""
     target = latency_env(model, args.env, args.devices, noise=args.noise, seed=seed)
     env, graph, n = target.env, target.graph, target.graph.num_nodes
-    budget = {"episodes": args.episodes, "steps": 20}
     final: dict[str, np.ndarray] = {"CPU-only": np.zeros(n, np.int64)}
     if len(args.devices) > 1:
         final["GPU-only"] = np.ones(n, np.int64)
-    seen, seconds, evaluations = {}, {}, 0
-    for method in ("hsdag", *args.learned, *args.search):
-        options = dict(budget) if method in LEARNED else {"evaluations": evaluations}
-        if method == "regal" and getattr(env, "runtimes", None) is None:
-            continue  # REGAL's features read op runtimes: simulated and profiled only
-        began = time.perf_counter()
-        result = place(graph, method, cost_model=env, seed=seed, **options)
-        seconds[method] = time.perf_counter() - began
+    methods = ["hsdag", *args.learned, *args.search]  # the search gets HSDAG's budget
+    if getattr(env, "runtimes", None) is None:  # REGAL's features read op runtimes:
+        methods = [m for m in methods if m != "regal"]  # simulated and profiled only
+    seen, seconds = {}, {}
+    for method, result, took in train_placers(
+        graph, env, methods, episodes=args.episodes, seed=seed
+    ):
+        seconds[method] = took
         final[method] = result.device_of
         seen[method] = result.info.get("best_latency", result.makespan)
-        evaluations = evaluations or result.evaluations  # the budget HSDAG used
-        print(f"  {model} seed {seed}: {method} trained in {seconds[method]:.0f} s, best seen "
+        print(f"  {model} seed {seed}: {method} trained in {took:.0f} s, best seen "
               f"{1e3 * seen[method]:.3f} ms", file=sys.stderr, flush=True)  # fmt: skip
     rng = np.random.default_rng(seed)
     randoms = [env.evaluate(rng.integers(0, env.devices.count, n), None, "runtime").makespan

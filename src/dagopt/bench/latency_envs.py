@@ -11,7 +11,7 @@ a graph file where the environment allows it) and builds the environment
 - ``profiled``: the zoo model's PyTorch graph with a ``Profile``'s op times and fitted
   transfer cost (``--profile``, by default the profile shipped for the model and
   devices: ``cpu,cpu`` for the three benchmark models, measured on this project's
-  CPU-only machine): PREDICTED numbers;
+  CPU-only machine, and ``cpu,cuda:0``, measured on an H100 machine): PREDICTED numbers;
 - ``torch``: the zoo model's PyTorch graph run on the PyTorch devices: MEASURED;
 - ``openvino``: the zoo model (converted) or ``.xml`` on OpenVINO HETERO, devices
   ``cpu`` -> ``CPU`` and ``cuda:N`` / ``gpu`` -> ``GPU``; a second ``cpu`` is the CPU
@@ -22,6 +22,8 @@ Paper 004's inputs: Inception-V3 at 299 px, ResNet-50 at 224 px, BERT-base on 8 
 """
 
 import statistics
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -56,6 +58,10 @@ class LatencyTarget:
         return KINDS[self.env_name]
 
 
+#: Paper 004's per-graph learned placers: HSDAG and its two learned baselines.
+LEARNED_PLACERS = ("hsdag", "placeto", "rnn-placer")
+
+
 def add_env_arguments(parser: Any) -> None:
     """The options every HSDAG table takes: ``--env``, ``--devices``, ``--models``,
     ``--seeds``, ``--episodes`` (an ``argparse`` parser)."""
@@ -64,6 +70,29 @@ def add_env_arguments(parser: Any) -> None:
     parser.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--episodes", type=int, default=100)
+
+
+def train_placers(
+    graph: Graph, env: LatencyModel, methods: Iterable[str], *, episodes: int, seed: int
+) -> Iterator[tuple[str, Any, float]]:
+    """Each of ``methods`` placed on ``graph`` through ``env``, in order: a learned placer
+    (``LEARNED_PLACERS``) with Table 4's budget of ``episodes`` x 20 measured placements,
+    a search placer with as many evaluations as the first method used. Yields the method,
+    its ``Placement`` and its seconds."""
+    from dagopt.place import place
+
+    evaluations = 0
+    for method in methods:
+        options = (
+            {"episodes": episodes, "steps": 20}
+            if method in LEARNED_PLACERS
+            else {"evaluations": evaluations}
+        )
+        began = time.perf_counter()
+        result = place(graph, method, cost_model=env, seed=seed, **options)
+        seconds = time.perf_counter() - began
+        evaluations = evaluations or result.evaluations
+        yield method, result, seconds
 
 
 def interval(values: list[float]) -> tuple[float, float, float]:
