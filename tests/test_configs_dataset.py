@@ -184,8 +184,9 @@ def test_a_later_extra_wave_leaves_the_earlier_plans_and_the_held_out_splits_alo
 
 
 def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
-    """``--lengths`` (issue 20) draws sequence lengths for the train and valid
-    architectures only, the same ones on every call, most of them not powers of two."""
+    """``--lengths`` (issue 20) draws sequence lengths (``layout-xla``: input sides) for
+    the train and valid architectures only, the same ones on every call, most of them
+    not powers of two."""
     options = BuildOptions(graphs=24, lengths=True)
     plan = plan_graphs("layout-nlp", root, options)
     assert plan == plan_graphs("layout-nlp", root, options)
@@ -202,12 +203,16 @@ def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
     assert {model for model, _ in dense} <= models | {"vit-base"}
     assert all(k.op == "dense" for _, k in dense) and len(dense) == 24
     assert sum(k.m & (k.m - 1) != 0 for _, k in dense) >= len(dense) // 3
-    for bad, match in (
-        (("layout-xla", BuildOptions(graphs=4, lengths=True)), "only for"),
-        (("layout-nlp", BuildOptions(lengths=True)), "needs --graphs"),
-    ):
-        with pytest.raises(InputError, match=match):
-            plan_graphs(bad[0], root, bad[1])
+    convs = plan_graphs("layout-xla", root, options)  # layout-xla: drawn input sides
+    assert convs == plan_graphs("layout-xla", root, options) and len(convs) == 24
+    assert not {model for model, _ in convs} & set(SPLITS["layout-xla"]["test"])
+    sides = [g.ops[0].shape[2] for _, g in convs]
+    assert all(s <= LENGTH_RANGE[1] for s in sides)
+    assert sum(s & (s - 1) != 0 for s in sides) > len(sides) // 2
+    base = {g.name for _, g in plan_graphs("layout-xla", root, BuildOptions(graphs=24))}
+    assert len(base & {g.name for _, g in convs}) < 8
+    with pytest.raises(InputError, match="needs --graphs"):
+        plan_graphs("layout-nlp", root, BuildOptions(lengths=True))
     with pytest.raises(InputError, match="separate plans"):
         BuildOptions(graphs=4, extra=1, lengths=True)
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, lengths=True))

@@ -132,7 +132,7 @@ def configs(
         bool,
         typer.Option(
             "--lengths",
-            help="layout-nlp, tile: attention / dense at drawn sequence lengths (train, valid).",
+            help="Programs at drawn sequence lengths (layout-xla: input sides), train and valid.",
         ),
     ] = False,
 ) -> None:

@@ -17,12 +17,14 @@ plan of their own, so the original plan, and with it every file it wrote, stays 
 was; their graphs land in ``train`` (``SPLITS`` does not name them). Later waves of
 them (``--extra-wave N``, ``EXTRA_WAVES``) are plans of their own again.
 
-``--lengths`` (``layout-nlp`` and tile, issue 20) measures attention programs (tile:
-dense kernels of the linear layers) of the train and valid transformers at sequence
-lengths drawn uniformly from ``LENGTH_RANGE``, in a plan of its own: the zoo's inputs
-give powers of two, which the vectorised minor dimension always divides, while real
-inputs have any length (a ViT's class token makes 197). The test architectures get
-none, so the test split is unchanged; valid's architecture gets its share.
+``--lengths`` (issue 20) measures attention programs (``layout-nlp``; tile: dense
+kernels of the linear layers) of the train and valid transformers at sequence lengths
+drawn uniformly from ``LENGTH_RANGE``, and (``layout-xla``) convolution programs of the
+train and valid CNNs at input sides drawn from the same range, in a plan of its own: the
+zoo's inputs give powers of two, which the vectorised minor dimension always divides,
+while real inputs have any length (a ViT's class token makes 197) or image size. The
+test architectures get none, so the test split is unchanged; valid's architecture gets
+its share.
 """
 
 import json
@@ -174,14 +176,13 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 
 
 def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[str, list]:
-    """Per train or valid architecture (original and extra) with attention,
-    ``LENGTH_DRAWS`` graphs of its layers in turn at a sequence length drawn uniformly
-    from ``LENGTH_RANGE`` (one generator per architecture, seeded by its position;
-    ``_at_drawn_length``); graphs of the same name are measured once."""
+    """Per train or valid architecture (original and extra) with attention (``layout-xla``:
+    with convolutions), ``LENGTH_DRAWS`` graphs of its layers in turn at a sequence length
+    (an input side) drawn uniformly from ``LENGTH_RANGE`` (one generator per
+    architecture, seeded by its position; ``_at_drawn_length``); graphs of the same name
+    are measured once."""
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
-    if kind not in ("layout-nlp", "tile"):
-        raise InputError("--lengths draws sequence lengths: only for layout-nlp and tile")
     if not options.graphs:
         raise InputError("--lengths needs --graphs (how many programs to measure)")
     models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
@@ -189,30 +190,50 @@ def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[s
     per_model = {}
     for index, model in enumerate(models):
         rng = np.random.default_rng([LENGTHS_SEED, index])
-        linear = [x for x in layers[model] if x.kind == "linear" and x.heads]
-        if kind == "layout-nlp":  # attention: the query projections, one per width and heads
-            linear = list({(x.cin, x.heads): x for x in linear if x.cin == x.cout}.values())
-        if not linear:  # a CNN (tile): no sequence to draw a length of
+        drawable = _drawable_layers(kind, layers[model])
+        if not drawable:  # a CNN (tile): no sequence to draw a length of
             continue
         drawn = {}
         for draw in range(LENGTH_DRAWS):
-            graph = _at_drawn_length(kind, linear[draw % len(linear)], rng, options.max_macs)
+            graph = _at_drawn_length(kind, drawable[draw % len(drawable)], rng, options.max_macs)
             if graph is not None:
                 drawn.setdefault(_graph_name(model, graph), (model, graph))
         per_model[model] = list(drawn.values())
     return per_model
 
 
+def _drawable_layers(kind: str, layers: list) -> list:
+    """The layers ``--lengths`` draws a length for: a transformer's linear layers (tile),
+    its query projections, one per width and heads (``layout-nlp``), or a CNN's groups-1
+    convolutions with the channels of the next one, one per distinct pair (``layout-xla``,
+    as ``plan_graphs`` pairs them)."""
+    if kind == "layout-xla":
+        convs = [x for x in layers if x.kind == "conv2d" and x.groups == 1]
+        pairs = [(x, convs[min(i + 1, len(convs) - 1)].cout) for i, x in enumerate(convs)]
+        return list(dict.fromkeys(pairs))
+    linear = [x for x in layers if x.kind == "linear" and x.heads]
+    if kind == "layout-nlp":
+        return list({(x.cin, x.heads): x for x in linear if x.cin == x.cout}.values())
+    return linear
+
+
 def _at_drawn_length(kind: str, layer, rng: np.random.Generator, max_macs: int):
-    """``layer`` at a sequence length drawn from ``LENGTH_RANGE``: a ``layout-nlp``
-    attention program of 1 or 2 heads (drawn first), or a tile dense kernel."""
-    from dagopt.rank.configs.layout import nlp_graph
+    """``layer`` at a length drawn from ``LENGTH_RANGE``: a ``layout-nlp`` attention
+    program of 1 or 2 heads (drawn first), a ``layout-xla`` convolution program whose
+    input side is the length (``layer``: the conv and the next conv's channels), or a tile
+    dense kernel."""
+    from dagopt.rank.configs.layout import nlp_graph, xla_graph
     from dagopt.rank.configs.tile import tile_kernel
 
     low, high = LENGTH_RANGE
     if kind == "layout-nlp":
         heads = int(rng.integers(1, 3))
         return nlp_graph(layer, heads, int(rng.integers(low, high + 1)), max_macs)
+    if kind == "layout-xla":
+        conv, next_channels = layer
+        return xla_graph(
+            replace(conv, side=int(rng.integers(low, high + 1))), next_channels, max_macs
+        )
     return tile_kernel(replace(layer, side=int(rng.integers(low, high + 1))), max_macs)
 
 
