@@ -43,7 +43,3 @@ dagopt generate configs --collection tile --extra-wave 2 --graphs 20 --out datas
 # Issue 20, wave 2 too: tile's dense kernels of the train and valid transformers' linear
 # layers at token counts drawn from 2..64 (build.LENGTH_RANGE).
 dagopt generate configs --collection tile --lengths --graphs 64 --out datasets/configs
-# Issue 20, last: layout:xla:random convolutions of the train and valid CNNs at input
-# sides drawn from 2..64 (build.LENGTH_RANGE; the zoo's input gives powers of two).
-dagopt generate configs --collection layout-xla --variant random --lengths --graphs 64 \
-  --out datasets/configs
