@@ -4,6 +4,7 @@ the RNN placer, BRKGA, REGAL and random placements, in one latency environment.
     python benchmarks/hsdag_table2.py                       # SIMULATED CPU + GPU, 3 seeds
     python benchmarks/hsdag_table2.py --env profiled        # PREDICTED from the shipped
                                                             # CPU-only profiles (cpu,cpu)
+    python benchmarks/hsdag_table2.py --env profiled --devices cpu,cuda:0  # the H100 ones
     python benchmarks/hsdag_table2.py --env torch --devices cpu,cuda:0      # GPU machine
     python benchmarks/hsdag_table2.py --env openvino --devices cpu,gpu      # GPU machine
 
@@ -119,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     args.devices = env_devices(args.env, args.devices)
     label = {
         "simulated": "SIMULATED (roofline op times, paper 003's simulator)",
-        "profiled": "PREDICTED from the shipped CPU-only profiles (two CPU 'devices')",
+        "profiled": "PREDICTED from the profiles shipped for these devices (measured op"
+        " times; cpu,cpu: two CPU 'devices')",
         "torch": "MEASURED in PyTorch",
         "openvino": "MEASURED on OpenVINO HETERO",
     }

@@ -159,10 +159,7 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
             items = model_kernels(layers[model], -(-total // len(models)) + 1, options.max_macs)
         elif kind == "layout-xla":
             convs = [x for x in layers[model] if x.kind == "conv2d"]
-            items = [
-                xla_graph(x, convs[min(i + 1, len(convs) - 1)].cout, options.max_macs)
-                for i, x in enumerate(convs)
-            ]
+            items = [xla_graph(x, n, options.max_macs) for x, n in _with_next_channels(convs)]
         else:
             items = [
                 nlp_graph(x, heads, x.side // shrink, options.max_macs)
@@ -202,15 +199,21 @@ def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[s
     return per_model
 
 
+def _with_next_channels(convs: list) -> list:
+    """Each convolution with the output channels of the one after it (the last with its
+    own): the ``dot`` that consumes its output in an ``xla`` program."""
+    return [(x, convs[min(i + 1, len(convs) - 1)].cout) for i, x in enumerate(convs)]
+
+
 def _drawable_layers(kind: str, layers: list) -> list:
     """The layers ``--lengths`` draws a length for: a transformer's linear layers (tile),
     its query projections, one per width and heads (``layout-nlp``), or a CNN's groups-1
-    convolutions with the channels of the next one, one per distinct pair (``layout-xla``,
-    as ``plan_graphs`` pairs them)."""
+    convolutions, each with the channels of the next groups-1 one, one per distinct pair
+    (``layout-xla``; the zoo plan of ``plan_graphs`` pairs with the next convolution of
+    any groups)."""
     if kind == "layout-xla":
         convs = [x for x in layers if x.kind == "conv2d" and x.groups == 1]
-        pairs = [(x, convs[min(i + 1, len(convs) - 1)].cout) for i, x in enumerate(convs)]
-        return list(dict.fromkeys(pairs))
+        return list(dict.fromkeys(_with_next_channels(convs)))
     linear = [x for x in layers if x.kind == "linear" and x.heads]
     if kind == "layout-nlp":
         return list({(x.cin, x.heads): x for x in linear if x.cin == x.cout}.values())
