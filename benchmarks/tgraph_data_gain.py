@@ -16,7 +16,9 @@ both means and the per-graph gain with the paired bootstrap interval of
 ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs);
 ``--per-graph`` then lists every graph's score in each folder; ``--graphs-matching``
 scores only the graphs whose name matches a regular expression (a subset of a split,
-such as the programs at some sequence lengths).
+such as the programs at some sequence lengths). ``--variants B A`` compares variant ``B``
+of the ``--before`` folders with variant ``A`` of the ``--after`` ones (say the TpuGraphs
+baseline with TGraph) instead of each variant with itself.
 """
 
 import argparse
@@ -47,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--graphs-matching", type=re.compile, help="only graphs whose name matches (re.search)"
     )
+    parser.add_argument(
+        "--variants", nargs=2, metavar=("BEFORE", "AFTER"), help="compare these two variants"
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     header = ["collection", "variant", "graphs", "before", "after", "gain (95% CI)"]
@@ -57,9 +62,15 @@ def main(argv: list[str] | None = None) -> int:
     for collection in args.collections:
         graphs = None
         folder = collection.replace(":", "-")
-        for variant in sorted(p.parent.name for p in (args.after[0] / folder).glob("*/model.pt")):
-            runs = [work / folder / variant for work in works]
-            if not all((run / "model.pt").is_file() for run in runs):
+        trained = sorted(p.parent.name for p in (args.after[0] / folder).glob("*/model.pt"))
+        for pair in [tuple(args.variants)] if args.variants else [(v, v) for v in trained]:
+            variant = pair[0] if pair[0] == pair[1] else " -> ".join(pair)
+            runs = [w / folder / pair[0] for w in args.before]
+            runs += [w / folder / pair[1] for w in args.after]
+            missing = [run for run in runs if not (run / "model.pt").is_file()]
+            if missing:
+                if args.variants:
+                    print(f"{collection}: no model in {missing[0]}, skipped", file=sys.stderr)
                 continue
             graphs = graphs or _selected(
                 load_graphs(args.data, collection, [args.split], deduplicate=False),
@@ -76,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             gain = paired_interval(after, before, args.seed)
             cells = [collection, variant, str(len(graphs)), f"{before.mean():.4f}"]
             print(markdown_row([*cells, f"{after.mean():.4f}", gain]), flush=True)
-            listings.append((collection, variant, works, graphs, scores))
+            listings.append((collection, variant, runs, graphs, scores))
     for collection, variant, works, graphs, scores in listings if args.per_graph else []:
         print(f"\n{collection} {variant}, per graph:\n")
         print(markdown_row(["graph", *(str(w) for w in works)]))

@@ -42,9 +42,10 @@ def timings(config: TGraphConfig, graph, c: int, repeats: int) -> tuple[float, f
     torch.manual_seed(0)
     model = TGraphRanker(config)
     normalize(model, *fit_normalizers([graph]))
-    optimizer = optimizer_for(model, TGraphTrainConfig())
+    recipe = TGraphTrainConfig()
+    optimizer = optimizer_for(model, recipe)
     index = np.arange(c)
-    step = median_ms(lambda: train_step(model, optimizer, graph, index, 1.0), repeats)
+    step = median_ms(lambda: train_step(model, optimizer, [(graph, index)], recipe), repeats)
     model.eval()
     with torch.no_grad():
         batch = median_ms(lambda: model(graph.tensors, graph.configs(index)), repeats)

@@ -2,6 +2,7 @@
 resume and the ``dagopt rank`` / ``dagopt train tgraph`` commands, on SYNTHETIC records
 (random runtimes: these tests check mechanics, not ranking quality)."""
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from dagopt.nn.checkpoint import save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
 from dagopt.nn.tgraph.features import numeric_features
-from dagopt.nn.tgraph.loss import pairwise_hinge_loss
+from dagopt.nn.tgraph.loss import list_mle_loss, pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.physical import physical_features
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
@@ -37,6 +38,7 @@ from dagopt.rank.tgraph import (
     shipped_model_name,
 )
 from dagopt.train.tgraph import (
+    TPUGRAPHS_RECIPE,
     TGraphTrainConfig,
     load_graphs,
     optimizer_for,
@@ -178,6 +180,67 @@ def test_pairwise_hinge_loss_is_eq_8():
     assert float(pairwise_hinge_loss(scores, torch.ones(3))) == 0.0
 
 
+def test_list_mle_is_the_plackett_luce_likelihood_of_slowest_first():
+    scores = torch.tensor([0.0, 2.0, 0.5])
+    runtimes = torch.tensor([1.0, 3.0, 2.0])  # slowest first: 1, 2, 0
+    s = scores[[1, 2, 0]]
+    expected = sum(float(torch.logsumexp(s[i:], 0) - s[i]) for i in range(3))
+    assert float(list_mle_loss(scores, runtimes)) == pytest.approx(expected)
+    assert float(list_mle_loss(scores, runtimes, temperature=10)) == pytest.approx(
+        float(list_mle_loss(scores / 10, runtimes))
+    )
+    assert list_mle_loss(runtimes * 5, runtimes) < list_mle_loss(-runtimes * 5, runtimes)
+    # tile: (ListMLE + 0.02 MSE) / 1.02
+    mse = float(torch.mean((scores - runtimes) ** 2))
+    assert float(tpugraphs_loss(scores, runtimes, 1.0, 0.02)) == pytest.approx(
+        (expected + 0.02 * mse) / 1.02
+    )
+
+
+def test_the_tpugraphs_recipe_is_the_official_training():
+    layout = tiny_run(recipe="tpugraphs", configs_per_step=0)
+    tile = tiny_run(
+        recipe="tpugraphs", configs_per_step=0, collection="tile:xla",
+        model=TGraphConfig(kind="tile", **SMALL),
+    )  # fmt: skip
+    assert (layout.batch_configs, layout.graphs_per_step) == (16, 8)
+    assert (tile.batch_configs, tile.graphs_per_step) == (10, 10)
+    assert (tiny_run().graphs_per_step, tiny_run(configs_per_step=0).batch_configs) == (1, 128)
+    model = TGraphRanker(TGraphConfig(**SMALL))
+    optimizer = optimizer_for(model, layout)
+    assert type(optimizer) is torch.optim.Adam and optimizer.defaults["weight_decay"] == 0
+    with pytest.raises(InputError, match="leave warmup, grad_clip at the default"):
+        tiny_run(recipe="tpugraphs", warmup=0.1, grad_clip=2.0)
+    with pytest.raises(InputError, match="unknown recipe"):
+        tiny_run(recipe="keras")
+
+
+def test_each_gradient_tensor_is_clipped_on_its_own_in_the_tpugraphs_recipe():
+    graph = graph_for("layout")
+    config = tiny_run(recipe="tpugraphs")
+    model = model_for(CONFIGS["baseline-layout"], [graph])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # keeps the clipped gradients
+    train_step(model, optimizer, [(graph, np.arange(16))], config)
+    norms = [float(p.grad.norm()) for p in model.parameters() if p.grad is not None]
+    assert max(norms) <= TPUGRAPHS_RECIPE["layout"].clip_norm * (1 + 1e-5)
+    assert sum(n > 0 for n in norms) > 1
+
+
+def test_the_tpugraphs_recipe_stops_early_and_resumes_stopped(tmp_path, monkeypatch):
+    patience = dataclasses.replace(TPUGRAPHS_RECIPE["layout"], early_stop=2)
+    monkeypatch.setitem(TPUGRAPHS_RECIPE, "layout", patience)
+    graphs = [graph_for("layout", seed=s) for s in range(6)]
+    config = tiny_run(recipe="tpugraphs", epochs=40, train_folds=1)
+    train_tgraph(tmp_path, config, graphs=graphs)
+    rows = read_metrics(tmp_path / "fold-0")
+    best = max(r.validation_score for r in rows)
+    first_best = next(r.epoch for r in rows if r.validation_score == best)
+    assert len(rows) < 40 and rows[-1].epoch - first_best == 2
+    assert [r.steps for r in rows[:2]] == [1, 2]  # 4 training graphs, 8 a step
+    train_tgraph(tmp_path, None, resume=True, graphs=graphs)
+    assert len(read_metrics(tmp_path / "fold-0")) == len(rows)
+
+
 @pytest.mark.parametrize(
     "name", ["tgraph-layout", "tgraph-layout-physical", "tgraph-tile", "baseline-layout"]
 )
@@ -199,7 +262,9 @@ def test_one_training_step_lowers_the_loss(name):
             return float(pairwise_hinge_loss(model(graph.tensors, graph.configs(index)), runtimes))
 
     before = loss()
-    train_step(model, optimizer_for(model, TGraphTrainConfig()), graph, index, grad_clip=1.0)
+    train_step(
+        model, optimizer_for(model, TGraphTrainConfig()), [(graph, index)], TGraphTrainConfig()
+    )
     assert loss() < before
 
 

@@ -3,9 +3,10 @@
 ``fit`` runs a ``Trainer``'s epochs in a run directory (``dagopt.train.rundir``): a new
 run starts from ``Trainer.start``, ``resume=True`` continues after the last finished
 epoch from ``state.pt``; after every epoch it writes ``state.pt`` (the trainer's state
-and the epoch), ``metrics.csv`` (one ``Trainer.row_type`` row per epoch, ``seconds``
-filled in here) and ``learning_curve.png``, each atomically, so killing the process
-loses at most the current epoch. The trainer owns the model-specific part: its
+and the epoch) and ``metrics.csv`` (one ``Trainer.row_type`` row per epoch, ``seconds``
+filled in here), each atomically, so killing the process loses at most the current
+epoch; ``learning_curve.png`` is redrawn after the first and last epochs and otherwise
+at most every ``PLOT_EVERY_S`` seconds (drawing it costs more than a short epoch). The trainer owns the model-specific part: its
 batches, updates, validation and the best model file.
 """
 
@@ -21,6 +22,8 @@ from dagopt.train import rundir
 
 #: ``progress(stage, done, total)``: what a run reports while it works.
 Progress = Callable[[str, int, int], None]
+#: Seconds between two redraws of ``learning_curve.png`` within a run.
+PLOT_EVERY_S = 30.0
 
 
 class Trainer(ABC):
@@ -72,6 +75,10 @@ class Trainer(ABC):
     def curves(self, history: Sequence[Any]) -> dict[str, list[float]]:
         """The learning curve's lines (label -> one value per epoch of ``history``)."""
 
+    def stop_early(self, history: Sequence[Any]) -> bool:
+        """Whether to stop after the epochs of ``history`` (early stopping); never here."""
+        return False
+
 
 def fit(
     run_dir: str | Path,
@@ -82,7 +89,8 @@ def fit(
     progress: Progress | None = None,
     on_epoch: Callable[[Any], None] | None = None,
 ) -> list[Any]:
-    """Run ``trainer`` up to ``epochs`` epochs in ``run_dir``; returns every epoch's row."""
+    """Run ``trainer`` up to ``epochs`` epochs in ``run_dir``, fewer where
+    ``Trainer.stop_early`` says so; returns every epoch's row."""
     run_dir = Path(run_dir)
     if resume:
         state = rundir.load_state(run_dir)
@@ -92,11 +100,17 @@ def fit(
     else:
         trainer.start(progress)
         start, history = 0, []
+    if history and trainer.stop_early(history):  # a resumed run that had stopped early
+        return history
+    plotted = -float("inf")
     for epoch in range(start, epochs):
         began = time.perf_counter()
         row = trainer.run_epoch(epoch, progress)
         row = dataclasses.replace(row, seconds=time.perf_counter() - began)
         history.append(row)
+        last = epoch == epochs - 1 or trainer.stop_early(history)
+        plot = last or time.perf_counter() - plotted >= PLOT_EVERY_S
+        plotted = time.perf_counter() if plot else plotted
         rundir.end_epoch(
             run_dir,
             {**trainer.state_dict(), "epoch": epoch},
@@ -105,9 +119,12 @@ def fit(
             trainer.curves(history),
             ylabel=trainer.ylabel,
             title=trainer.title,
+            plot=plot,
         )
         if on_epoch is not None:
             on_epoch(row)
+        if last:
+            break
     return history
 
 

@@ -73,12 +73,15 @@ def end_epoch(
     *,
     ylabel: str,
     title: str,
+    plot: bool = True,
 ) -> None:
-    """After an epoch: ``state.pt``, ``metrics.csv`` and ``learning_curve.png``, atomically."""
+    """After an epoch: ``state.pt``, ``metrics.csv`` and (``plot``) ``learning_curve.png``,
+    atomically."""
     write_torch_atomic(run_dir / STATE_FILE, state)
     write_metrics(run_dir, history, row_type)
-    epochs = [m.epoch for m in history]
-    plot_learning_curve(run_dir, epochs, curves, ylabel=ylabel, title=title)
+    if plot:
+        epochs = [m.epoch for m in history]
+        plot_learning_curve(run_dir, epochs, curves, ylabel=ylabel, title=title)
 
 
 def write_metrics(run_dir: Path, history: Sequence[Any], row_type: type) -> None:

@@ -15,6 +15,14 @@ a linear warm-up over the first 5 % of the steps then one cosine cycle to 0 (2.4
 ``dagopt.rank.tgraph.predict`` averages with test-time augmentation (2.5.3).
 Interrupted runs resume fold by fold, epoch by epoch; every randomness derives from
 ``(seed, fold, epoch)``.
+
+``recipe="tpugraphs"`` trains instead as the official TpuGraphs baselines do
+(``tpu_graphs/baselines/{layout,tiles}/train_args.py`` and ``train_lib.py``;
+``TPUGRAPHS_RECIPE``): ListMLE (tile: with a small squared error), Adam at a constant
+learning rate, each gradient tensor clipped to a norm of its own, a few configurations of
+several graphs per step, and early stopping once validation has not improved for a set
+number of epochs (the best epoch's model is kept either way). The K-fold split, the
+ensemble and the inference are the same.
 """
 
 import math
@@ -32,11 +40,39 @@ from dagopt.io.atomic import write_torch_atomic
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.loss import pairwise_hinge_loss
+from dagopt.nn.tgraph.loss import pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.rank.tgraph import PreparedGraph, evaluate, fit_normalizers, normalize, prepare
 from dagopt.train import rundir
-from dagopt.train.loop import Progress, Trainer, fit
+from dagopt.train.loop import Progress, Trainer, batch_slices, fit
+
+RECIPES = ("tgraph", "tpugraphs")
+
+
+@dataclass(frozen=True)
+class TpuGraphsRecipe:
+    """How the official TpuGraphs baselines train one collection kind (their flag
+    defaults): ``configs`` per graph and ``graphs`` per step, the per-tensor gradient
+    ``clip_norm`` (Keras ``clipnorm``), ``early_stop`` epochs without a better validation
+    score, ``epochs`` at most, and the loss: ListMLE at ``temperature`` plus
+    ``mse_weight`` x the squared error, weights normalised."""
+
+    configs: int
+    graphs: int
+    clip_norm: float
+    early_stop: int
+    epochs: int
+    temperature: float
+    mse_weight: float
+
+
+TPUGRAPHS_RECIPE = {
+    "layout": TpuGraphsRecipe(16, 8, 1e-2, 40, 500, temperature=1.0, mse_weight=0.0),
+    "tile": TpuGraphsRecipe(10, 10, 1e-3, 20, 100, temperature=10.0, mse_weight=0.02),
+}
+"""``recipe="tpugraphs"``'s values: ``layout_train.py`` (Adam 1e-3, ``ListMLELoss()``) and
+``tiles_train.py`` (Adam 1e-3, ``ListMLELoss(temperature=10):1,MSE:0.02``)."""
+KERAS_ADAM_EPSILON = 1e-7
 
 
 @dataclass(frozen=True)
@@ -47,7 +83,11 @@ class TGraphTrainConfig(Config):
     the defaults are smaller so a run fits a shared CPU. ``configs_per_step`` 0 means
     the paper's 64 (default collections) or 128 (random collections and tile).
     ``validation_permutations`` is the test-time augmentation used when validating a
-    fold (1: one random order; inference uses 10).
+    fold (1: one random order; inference uses 10). ``recipe`` is ``tgraph`` (2.4) or
+    ``tpugraphs`` (the official baselines' training, ``TPUGRAPHS_RECIPE``: it sets the
+    loss, optimizer, clipping, schedule and graphs per step, so ``warmup``,
+    ``weight_decay`` and ``grad_clip`` must keep their defaults; ``epochs`` is then a
+    maximum, the recipe stopping early).
     """
 
     collection: str = "layout:xla:random"
@@ -66,6 +106,7 @@ class TGraphTrainConfig(Config):
     keep_folds: int = 2
     validation_permutations: int = 1
     seed: int = 0
+    recipe: str = "tgraph"
 
     def __post_init__(self) -> None:
         if self.collection not in COLLECTIONS:
@@ -88,13 +129,38 @@ class TGraphTrainConfig(Config):
             raise InputError(
                 "training options need lr > 0, 0 <= warmup < 1, weight_decay >= 0, grad_clip > 0"
             )
+        if self.recipe not in RECIPES:
+            raise InputError(f"unknown recipe {self.recipe!r} ({', '.join(RECIPES)})")
+        changed = [n for n in ("warmup", "weight_decay", "grad_clip") if _changed(self, n)]
+        if self.recipe == "tpugraphs" and changed:
+            raise InputError(
+                f"recipe tpugraphs sets its own optimizer, schedule and clipping: "
+                f"leave {', '.join(changed)} at the default"
+            )
+
+    @property
+    def official(self) -> TpuGraphsRecipe | None:
+        """The official baselines' values with ``recipe="tpugraphs"``, else ``None``."""
+        return TPUGRAPHS_RECIPE[self.model.kind] if self.recipe == "tpugraphs" else None
 
     @property
     def batch_configs(self) -> int:
-        """Configurations per step: ``configs_per_step``, else 64 / 128 (2.2.5)."""
+        """Configurations per graph and step: ``configs_per_step``, else 64 / 128 (2.2.5;
+        the ``tpugraphs`` recipe: 16 layout, 10 tile)."""
         if self.configs_per_step:
             return self.configs_per_step
+        if self.official is not None:
+            return self.official.configs
         return 64 if self.collection.endswith(":default") else 128
+
+    @property
+    def graphs_per_step(self) -> int:
+        """Graphs per update: 1 (2.4), or the ``tpugraphs`` recipe's batch (8 / 10)."""
+        return 1 if self.official is None else self.official.graphs
+
+
+def _changed(config: TGraphTrainConfig, name: str) -> bool:
+    return getattr(config, name) != TGraphTrainConfig.__dataclass_fields__[name].default
 
 
 @dataclass(frozen=True)
@@ -146,8 +212,11 @@ def warmup_cosine(total: int, warmup: float) -> Callable[[int], float]:
     return factor
 
 
-def optimizer_for(model: torch.nn.Module, config: TGraphTrainConfig) -> torch.optim.AdamW:
-    """AdamW with weight decay on every parameter but the biases (2.4.2)."""
+def optimizer_for(model: torch.nn.Module, config: TGraphTrainConfig) -> torch.optim.Optimizer:
+    """AdamW with weight decay on every parameter but the biases (2.4.2); the
+    ``tpugraphs`` recipe: Keras' Adam (epsilon 1e-7, no weight decay)."""
+    if config.official is not None:
+        return torch.optim.Adam(model.parameters(), lr=config.lr, eps=KERAS_ADAM_EPSILON)
     decay = [p for n, p in model.named_parameters() if not n.endswith("bias")]
     plain = [p for n, p in model.named_parameters() if n.endswith("bias")]
     groups = [
@@ -157,20 +226,57 @@ def optimizer_for(model: torch.nn.Module, config: TGraphTrainConfig) -> torch.op
     return torch.optim.AdamW(groups, lr=config.lr)
 
 
+def schedule_for(total: int, config: TGraphTrainConfig) -> Callable[[int], float]:
+    """The learning-rate factor per step: ``warmup_cosine`` (2.4.2), or 1 throughout
+    (the ``tpugraphs`` recipe)."""
+    if config.official is not None:
+        return _constant
+    return warmup_cosine(total, config.warmup)
+
+
+def _constant(step: int) -> float:
+    return 1.0
+
+
+def batch_loss(
+    model: TGraphRanker,
+    batch: Sequence[tuple[PreparedGraph, np.ndarray]],
+    config: TGraphTrainConfig,
+) -> torch.Tensor:
+    """The mean over the batch's graphs of the recipe's loss on configurations ``index``
+    of each: eq. 8, or the ``tpugraphs`` recipe's ``tpugraphs_loss``."""
+    official = config.official
+    losses = []
+    for graph, index in batch:
+        scores = model(graph.tensors, graph.configs(index))
+        runtimes = torch.as_tensor(graph.runtimes[index], dtype=scores.dtype)
+        if official is None:
+            losses.append(pairwise_hinge_loss(scores, runtimes))
+        else:
+            losses.append(
+                tpugraphs_loss(scores, runtimes, official.temperature, official.mse_weight)
+            )
+    return torch.stack(losses).mean()
+
+
 def train_step(
     model: TGraphRanker,
     optimizer: torch.optim.Optimizer,
-    graph: PreparedGraph,
-    index: np.ndarray,
-    grad_clip: float,
+    batch: Sequence[tuple[PreparedGraph, np.ndarray]],
+    config: TGraphTrainConfig,
 ) -> float:
-    """One update on configurations ``index`` of ``graph``; returns the loss (eq. 8)."""
+    """One update on ``batch`` (``(graph, configuration index)`` pairs), the gradient
+    clipped to a norm of ``grad_clip`` (2.4.2) or, with the ``tpugraphs`` recipe, each
+    tensor to its ``clip_norm``; returns the loss."""
     model.train()
-    scores = model(graph.tensors, graph.configs(index))
-    loss = pairwise_hinge_loss(scores, torch.as_tensor(graph.runtimes[index]))
+    loss = batch_loss(model, batch, config)
     optimizer.zero_grad()
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if config.official is None:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+    else:
+        for parameter in model.parameters():
+            torch.nn.utils.clip_grad_norm_(parameter, config.official.clip_norm)
     optimizer.step()
     return float(loss.detach())
 
@@ -196,12 +302,13 @@ class FoldTrainer(Trainer):
         self.validation = list(validation)
         if not self.train or not self.validation:
             raise InputError(f"fold {fold}: needs training and validation graphs")
-        per_epoch = len(self.train) * config.epochs
-        self.total_steps = min(per_epoch, config.max_steps) if config.max_steps else per_epoch
-        self.epochs = math.ceil(self.total_steps / len(self.train))
+        self.per_epoch = math.ceil(len(self.train) / config.graphs_per_step)
+        planned = self.per_epoch * config.epochs
+        self.total_steps = min(planned, config.max_steps) if config.max_steps else planned
+        self.epochs = math.ceil(self.total_steps / self.per_epoch)
         self.optimizer = optimizer_for(model, config)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, warmup_cosine(self.total_steps, config.warmup)
+            self.optimizer, schedule_for(self.total_steps, config)
         )
         self.steps = 0
 
@@ -213,19 +320,21 @@ class FoldTrainer(Trainer):
         rng = np.random.default_rng([c.seed, self.fold, epoch])
         torch.manual_seed(int(rng.integers(2**31)))
         losses = []
-        order = rng.permutation(len(self.train))[: self.total_steps - self.steps]
-        for done, g in enumerate(order, start=1):
-            graph = self.train[g]
-            index = rng.choice(
-                graph.num_configs, min(c.batch_configs, graph.num_configs), replace=False
-            )
-            losses.append(train_step(self.model, self.optimizer, graph, index, c.grad_clip))
+        order = rng.permutation(len(self.train))
+        steps = list(batch_slices(order.size, c.graphs_per_step))[: self.total_steps - self.steps]
+        for done, part in enumerate(steps, start=1):
+            batch = []
+            for g in order[part]:
+                graph = self.train[g]
+                count = min(c.batch_configs, graph.num_configs)
+                batch.append((graph, rng.choice(graph.num_configs, count, replace=False)))
+            losses.append(train_step(self.model, self.optimizer, batch, c))
             self.schedule.step()
             if progress is not None:
                 progress(
-                    f"fold {self.fold} epoch {epoch}: loss {np.mean(losses):.4f}", done, order.size
+                    f"fold {self.fold} epoch {epoch}: loss {np.mean(losses):.4f}", done, len(steps)
                 )
-        self.steps += order.size
+        self.steps += len(steps)
         score = evaluate(
             self.model, self.validation, permutations=c.validation_permutations, seed=c.seed
         )
@@ -249,6 +358,17 @@ class FoldTrainer(Trainer):
             lr=self.optimizer.param_groups[0]["lr"],
             seconds=0.0,
         )
+
+    def stop_early(self, history: Sequence[TGraphEpoch]) -> bool:
+        """The ``tpugraphs`` recipe's early stopping: ``early_stop`` epochs since the best
+        validation score (``train_lib.py``: a later epoch only counts if it is better)."""
+        if self.config.official is None or not history:
+            return False
+        scores = [
+            m.validation_score if np.isfinite(m.validation_score) else -np.inf for m in history
+        ]
+        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+        return len(history) - 1 - best >= self.config.official.early_stop
 
     def parts(self) -> dict[str, Any]:
         return {

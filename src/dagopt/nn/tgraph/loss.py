@@ -1,4 +1,8 @@
-"""Pairwise hinge loss of paper 002, section 2.4.1, eq. 8."""
+"""Ranking losses: TGraph's pairwise hinge loss (paper 002, section 2.4.1, eq. 8) and the
+TpuGraphs baselines' ListMLE with an optional squared error (``tpu_graphs/baselines``:
+layout ``ListMLELoss()``; tile ``ListMLELoss(temperature=10):1, MSE:0.02``).
+
+Every loss takes ``scores`` that rank like ``runtimes`` (lower = predicted faster)."""
 
 import torch
 
@@ -15,3 +19,28 @@ def pairwise_hinge_loss(scores: torch.Tensor, runtimes: torch.Tensor) -> torch.T
     margins = torch.relu(1.0 - (scores[:, None] - scores[None, :]))
     pairs = slower.sum()
     return (margins * slower).sum() / pairs.clamp(min=1)
+
+
+def list_mle_loss(
+    scores: torch.Tensor, runtimes: torch.Tensor, temperature: float = 1.0
+) -> torch.Tensor:
+    """ListMLE (Xia et al. 2008): the negative log Plackett-Luce likelihood of the list
+    ordered slowest first, ``sum_i [log sum_{j >= i} exp(s_j / T) - s_i / T]``.
+
+    As TensorFlow Ranking's ``ListMLELoss`` with runtimes as the relevance labels (what
+    the TpuGraphs baselines train on): the slowest configuration should score highest.
+    Equal runtimes keep their index order (TF Ranking shuffles ties).
+    """
+    order = torch.argsort(runtimes, descending=True, stable=True)
+    ordered = scores[order] / temperature
+    tails = torch.logcumsumexp(ordered.flip(0), dim=0).flip(0)
+    return (tails - ordered).sum()
+
+
+def tpugraphs_loss(
+    scores: torch.Tensor, runtimes: torch.Tensor, temperature: float, mse_weight: float
+) -> torch.Tensor:
+    """The baselines' weighted average ``(ListMLE_T + w MSE) / (1 + w)``, the squared
+    error between scores and runtimes (tile: runtimes over their normaliser)."""
+    mse = torch.mean((scores - runtimes) ** 2) if mse_weight else scores.new_zeros(())
+    return (list_mle_loss(scores, runtimes, temperature) + mse_weight * mse) / (1 + mse_weight)
