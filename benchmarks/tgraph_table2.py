@@ -23,6 +23,8 @@ ceiling is the mean ``retest_tau`` of the scored graphs in the collection's
 ``measurements.json`` (the measured dataset records it; TpuGraphs has none).
 ``--numeric-features`` and ``--physical-layout`` set the TGraph columns' options of
 those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
+``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
+(its epochs in place of ``--epochs``).
 
 Without ``--data`` the script writes SYNTHETIC collections and runs on them: with
 ``--synthetic planted`` (default) the runtimes follow a made-up rule
@@ -45,7 +47,13 @@ from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
 from dagopt.nn.tgraph.config import NUMERIC_FEATURES, TGraphConfig, baseline_config
 from dagopt.rank.tgraph import evaluate, graph_scores, load_ranker
-from dagopt.train.tgraph import TPUGRAPHS_RECIPE, TGraphTrainConfig, load_graphs, train_tgraph
+from dagopt.train.tgraph import (
+    RECIPES,
+    TPUGRAPHS_RECIPE,
+    TGraphTrainConfig,
+    load_graphs,
+    train_tgraph,
+)
 
 #: Paper 002, Table 2: TpuGraphs [16], Xu 2023 [22], TGraph (validation scores).
 PAPER = {
@@ -120,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="layout TGraphs also read the physical-layout features (beyond the paper)",
     )
+    parser.add_argument(
+        "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
+    )
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
@@ -162,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append("-")
                 continue
             run = args.work / collection.replace(":", "-") / variant
-            official = variant == "baseline-tpugraphs"
+            recipe = {"baseline-tpugraphs": "tpugraphs", "baseline": "tgraph"}.get(
+                variant, args.recipe
+            )
+            official = recipe == "tpugraphs"
             config = TGraphTrainConfig(
                 collection=collection,
                 data=str(data),
@@ -172,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 epochs=TPUGRAPHS_RECIPE[kind].epochs if official else args.epochs,
                 max_steps=args.max_steps,
-                recipe="tpugraphs" if official else "tgraph",
+                recipe=recipe,
                 folds=args.folds,
                 train_folds=args.train_folds,
                 keep_folds=args.keep_folds,
