@@ -6,7 +6,7 @@ epoch from ``state.pt``; after every epoch it writes ``state.pt`` (the trainer's
 and the epoch) and ``metrics.csv`` (one ``Trainer.row_type`` row per epoch, ``seconds``
 filled in here), each atomically, so killing the process loses at most the current
 epoch; ``learning_curve.png`` is redrawn after the first and last epochs and otherwise
-at most every ``PLOT_EVERY_S`` seconds (drawing it costs more than a short epoch). The
+at most every ``PLOT_EVERY_S`` seconds (drawing it costs about as much as a short epoch). The
 trainer owns the model-specific part: its batches, updates, validation and the best
 model file.
 """
