@@ -156,10 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if synthetic:
         print(f"SYNTHETIC data ({args.synthetic} runtimes): nothing about real programs")
+    ours = "ours" if args.recipe == "tgraph" else "ours, official training"
     header = [
         "collection", "metric", "TpuGraphs (paper)", "Xu 2023 (paper)", "TGraph (paper)",
         "baseline, official training (ours)", "baseline, TGraph's training (ours)",
-        "TGraph no cross-attn (ours)", "TGraph (ours)",
+        f"TGraph no cross-attn ({ours})", f"TGraph ({ours})",
         "cross-attn gain (95% CI)", "retest ceiling",
     ]  # fmt: skip
     print(markdown_row(header))
