@@ -18,9 +18,10 @@ test-time augmentation: layout collections by mean Kendall tau, tile by eq. 10
 standard deviation of its folds scored alone; the effect of cross-attention is TGraph's
 per-graph gain over TGraph without it, with a 95 % paired bootstrap interval over the
 scored graphs. Runs are kept in ``--work`` and resume. The paper's columns are the
-paper's numbers (its Table 2: validation scores on TpuGraphs, TPU v3), not measured here. The retest
-ceiling is the mean ``retest_tau`` of the scored graphs in the collection's
-``measurements.json`` (the measured dataset records it; TpuGraphs has none).
+paper's numbers (its Table 2: validation scores on TpuGraphs, TPU v3), not measured
+here. The retest ceiling is the mean ``retest_tau`` of the scored graphs in the
+collection's ``measurements.json`` (the measured dataset records it; TpuGraphs has
+none).
 ``--numeric-features`` and ``--physical-layout`` set the TGraph columns' options of
 those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained

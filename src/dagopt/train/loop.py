@@ -6,9 +6,9 @@ epoch from ``state.pt``; after every epoch it writes ``state.pt`` (the trainer's
 and the epoch) and ``metrics.csv`` (one ``Trainer.row_type`` row per epoch, ``seconds``
 filled in here), each atomically, so killing the process loses at most the current
 epoch; ``learning_curve.png`` is redrawn after the first and last epochs and otherwise
-at most every ``PLOT_EVERY_S`` seconds (drawing it costs about as much as a short epoch). The
-trainer owns the model-specific part: its batches, updates, validation and the best
-model file.
+at most every ``PLOT_EVERY_S`` seconds (drawing it costs about as much as a short
+epoch). The trainer owns the model-specific part: its batches, updates, validation and
+the best model file.
 """
 
 import dataclasses
@@ -117,10 +117,9 @@ def fit(
             {**trainer.state_dict(), "epoch": epoch},
             history,
             trainer.row_type,
-            trainer.curves(history),
+            trainer.curves(history) if plot else None,
             ylabel=trainer.ylabel,
             title=trainer.title,
-            plot=plot,
         )
         if on_epoch is not None:
             on_epoch(row)

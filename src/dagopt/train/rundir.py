@@ -69,17 +69,16 @@ def end_epoch(
     state: dict[str, Any],
     history: Sequence[Any],
     row_type: type,
-    curves: dict[str, list[float]],
+    curves: dict[str, list[float]] | None,
     *,
     ylabel: str,
     title: str,
-    plot: bool = True,
 ) -> None:
-    """After an epoch: ``state.pt``, ``metrics.csv`` and (``plot``) ``learning_curve.png``,
-    atomically."""
+    """After an epoch: ``state.pt``, ``metrics.csv`` and, given ``curves``,
+    ``learning_curve.png``, atomically."""
     write_torch_atomic(run_dir / STATE_FILE, state)
     write_metrics(run_dir, history, row_type)
-    if plot:
+    if curves is not None:
         epochs = [m.epoch for m in history]
         plot_learning_curve(run_dir, epochs, curves, ylabel=ylabel, title=title)
 

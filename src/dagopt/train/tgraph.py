@@ -67,9 +67,15 @@ class TpuGraphsRecipe:
 
 
 TPUGRAPHS_RECIPE = {
-    "layout": TpuGraphsRecipe(16, 8, 1e-2, 40, 500, temperature=1.0, mse_weight=0.0),
-    "tile": TpuGraphsRecipe(10, 10, 1e-3, 20, 100, temperature=10.0, mse_weight=0.02),
-}
+    "layout": TpuGraphsRecipe(
+        configs=16, graphs=8, clip_norm=1e-2, early_stop=40, epochs=500,
+        temperature=1.0, mse_weight=0.0,
+    ),
+    "tile": TpuGraphsRecipe(
+        configs=10, graphs=10, clip_norm=1e-3, early_stop=20, epochs=100,
+        temperature=10.0, mse_weight=0.02,
+    ),
+}  # fmt: skip
 """``recipe="tpugraphs"``'s values: ``layout_train.py`` (Adam 1e-3, ``ListMLELoss()``) and
 ``tiles_train.py`` (Adam 1e-3, ``ListMLELoss(temperature=10):1,MSE:0.02``)."""
 KERAS_ADAM_EPSILON = 1e-7
