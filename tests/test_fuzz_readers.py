@@ -177,6 +177,17 @@ def test_config_reader(folder, data):
     returns_or_raises_one_line(lambda: read_config(path, config_type))
 
 
+def test_an_integer_option_beyond_64_bits_is_a_one_line_error(folder):
+    """The example the fuzzer above found: ``population`` of 300 digits once overflowed
+    in BRKGA's ``__post_init__`` (``float(population)``) instead of being refused."""
+    from dagopt.place.brkga import BrkgaParams
+
+    for population in (10**300, -(10**300), 2**63):
+        path = write(folder, "config.json", json.dumps({"population": population}))
+        with pytest.raises(DagoptError, match=r"'population' .*too large .*beyond 64 bits"):
+            read_config(path, BrkgaParams)
+
+
 # --------------------------------------------------------------------------- binary formats
 def flipped(valid: bytes) -> st.SearchStrategy:
     """``valid`` with a few bytes replaced, or cut short."""

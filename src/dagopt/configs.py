@@ -113,6 +113,8 @@ def _convert(hint: Any, value: Any, what: str, name: str) -> Any:
     ):
         shown = reprlib.repr(value)
         raise InputError(f"{what} must be {hint.__name__}, got {_type_name(value)} {shown}")
+    if hint is int and not -(2**63) <= value < 2**63:
+        raise InputError(f"{what} is too large (an integer beyond 64 bits)")
     return value
 
 
