@@ -22,9 +22,8 @@ paper's numbers (its Table 2: validation scores on TpuGraphs, TPU v3), not measu
 here. The retest ceiling is the mean ``retest_tau`` of the scored graphs in the
 collection's ``measurements.json`` (the measured dataset records it; TpuGraphs has
 none).
-``--numeric-features``, ``--physical-layout`` and ``--access-pattern`` set the TGraph
-columns' options of those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline
-keeps its own.
+``--numeric-features`` and ``--physical-layout`` set the TGraph columns' options of
+those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 
@@ -69,10 +68,9 @@ VARIANTS = ("baseline-tpugraphs", "baseline", "tgraph-no-cross", "tgraph")
 
 
 def model_config(
-    variant: str, kind: str, hidden: int, numeric: str, physical: bool, access: bool
+    variant: str, kind: str, hidden: int, numeric: str, physical: bool
 ) -> TGraphConfig:
-    """A column's model; ``physical`` and ``access`` switch ``physical_layout`` and
-    ``access_pattern`` on for layout TGraphs."""
+    """A column's model; ``physical`` switches ``physical_layout`` on for layout TGraphs."""
     if variant.startswith("baseline"):
         return baseline_config(kind)
     return TGraphConfig(
@@ -81,7 +79,6 @@ def model_config(
         cross_attention=variant == "tgraph",
         numeric_features=numeric,
         physical_layout=physical and kind == "layout",
-        access_pattern=access and kind == "layout",
     )
 
 
@@ -131,11 +128,6 @@ def main(argv: list[str] | None = None) -> int:
         "--physical-layout",
         action="store_true",
         help="layout TGraphs also read the physical-layout features (beyond the paper)",
-    )
-    parser.add_argument(
-        "--access-pattern",
-        action="store_true",
-        help="layout TGraphs also read the operand-access features (beyond the paper)",
     )
     parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
@@ -192,12 +184,7 @@ def main(argv: list[str] | None = None) -> int:
                 data=str(data),
                 splits=tuple(args.train_splits),
                 model=model_config(
-                    variant,
-                    kind,
-                    args.hidden,
-                    args.numeric_features,
-                    args.physical_layout,
-                    args.access_pattern,
+                    variant, kind, args.hidden, args.numeric_features, args.physical_layout
                 ),
                 epochs=TPUGRAPHS_RECIPE[kind].epochs if official else args.epochs,
                 max_steps=args.max_steps,

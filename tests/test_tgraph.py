@@ -54,7 +54,6 @@ CONFIGS = {
     "tgraph-layout": TGraphConfig(**SMALL),
     "tgraph-layout-no-cross-pyg": TGraphConfig(**SMALL, cross_attention=False, aggregation="pyg"),
     "tgraph-layout-physical": TGraphConfig(**SMALL, physical_layout=True),
-    "tgraph-layout-access": TGraphConfig(**SMALL, access_pattern=True),
     "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
     "baseline-layout": baseline_config("layout"),
     "baseline-tile": baseline_config("tile"),
@@ -158,6 +157,13 @@ def test_physical_layout_features_read_extents_lanes_and_copies():
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float32))
 
 
+def test_physical_layout_is_a_layout_tgraph_option():
+    with pytest.raises(InputError, match="physical_layout"):
+        TGraphConfig(kind="tile", physical_layout=True)
+    with pytest.raises(InputError, match="physical_layout"):
+        TGraphConfig(architecture="tpugraphs-baseline", physical_layout=True)
+
+
 def test_cross_config_attention_is_eq_6():
     layer = CrossConfigAttention(temperature=2.0)
     x = torch.randn(5, 3, 4)
@@ -236,14 +242,7 @@ def test_the_tpugraphs_recipe_stops_early_and_resumes_stopped(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize(
-    "name",
-    [
-        "tgraph-layout",
-        "tgraph-layout-physical",
-        "tgraph-layout-access",
-        "tgraph-tile",
-        "baseline-layout",
-    ],
+    "name", ["tgraph-layout", "tgraph-layout-physical", "tgraph-tile", "baseline-layout"]
 )
 def test_one_training_step_lowers_the_loss(name):
     config = CONFIGS[name]

@@ -30,9 +30,6 @@ class TGraphConfig(Config):
     paper) adds what each configuration does physically: the extents of each layout
     slot's minor dimensions, the vector lanes of the minor one, and whether an operand
     is read in a layout other than its producer's (``dagopt.nn.tgraph.physical``).
-    ``access_pattern`` (layout models, beyond the paper) adds how each operand is read:
-    contiguous, gathered or broadcast along the vectorised output loop, along the
-    innermost reduction, and through which copy (``dagopt.nn.tgraph.access``).
     """
 
     kind: str = "layout"
@@ -46,7 +43,6 @@ class TGraphConfig(Config):
     opcode_embedding: int = 16
     numeric_features: str = "raw"
     physical_layout: bool = False
-    access_pattern: bool = False
 
     def __post_init__(self) -> None:
         for name, value, known in (
@@ -61,9 +57,8 @@ class TGraphConfig(Config):
         for name in sizes:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"model option {name!r} must be >= 1")
-        for name in ("physical_layout", "access_pattern"):
-            if getattr(self, name) and (self.kind != "layout" or self.architecture != "tgraph"):
-                raise InputError(f"{name} is an option of layout TGraph models")
+        if self.physical_layout and (self.kind != "layout" or self.architecture != "tgraph"):
+            raise InputError("physical_layout is an option of layout TGraph models")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 

@@ -12,8 +12,7 @@ axis, so cross-configuration attention (eq. 6) is a softmax over axis 0 and PyG'
   the concatenation, without copying the shared part ``b`` times. With
   ``physical_layout`` (beyond the paper) a linear map of each configurable node's
   physical-layout features (``dagopt.nn.tgraph.physical``) joins the per-configuration
-  part, and with ``access_pattern`` one of its operand-access features
-  (``dagopt.nn.tgraph.access``).
+  part.
 - block (eq. 3-4): ``B(x) = x + GELU(concat(eta, A_cross(eta)))``,
   ``eta = A_self(SAGE(InstanceNorm(x)))``; SAGE outputs half the channels so the
   concatenation keeps the width (without cross-attention it outputs all of them and
@@ -40,7 +39,6 @@ from dagopt.io.tpugraphs import (
 )
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.layers.squeeze_excitation import SqueezeExcitation
-from dagopt.nn.tgraph.access import ACCESS_FEATURES, access_features
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.features import LAYOUT_VALUES, NUM_OPCODES, GraphTensors
 from dagopt.nn.tgraph.physical import PHYSICAL_FEATURES, physical_features
@@ -108,9 +106,6 @@ class TGraphNet(nn.Module):
         self.physical_in = (
             nn.Linear(PHYSICAL_FEATURES, width, bias=False) if config.physical_layout else None
         )
-        self.access_in = (
-            nn.Linear(ACCESS_FEATURES, width, bias=False) if config.access_pattern else None
-        )
         self.hidden_in = nn.Linear(width, width)
         self.blocks = nn.ModuleList(TGraphBlock(config) for _ in range(config.blocks))
         if config.kind == "tile":
@@ -137,8 +132,6 @@ class TGraphNet(nn.Module):
             per_config = self.config_in(self.layout(configs).flatten(2))  # (b, nc, width)
             if self.physical_in is not None:
                 per_config = per_config + self.physical_in(physical_features(graph, configs))
-            if self.access_in is not None:
-                per_config = per_config + self.access_in(access_features(graph, configs))
             h = h.expand(configs.shape[0], -1, -1).index_add(1, graph.config_ids, per_config)
         h = self.hidden_in(F.gelu(h))
         edges = undirected(graph.edge_index)

@@ -69,20 +69,6 @@ def physical_features(graph: GraphTensors, configs: torch.Tensor) -> torch.Tenso
     return torch.stack(columns, dim=-1)
 
 
-def written_layouts(
-    owner: torch.Tensor, position: torch.Tensor, layouts: torch.Tensor, node_feat: torch.Tensor
-) -> torch.Tensor:
-    """``(b, nc, 6)`` the layout each operand's producer ``owner`` (nc,) writes: its
-    configured output layout when it is configurable (``position``: its configuration
-    row, -1 if none; ``layouts`` the ``(b, nc, 18)`` values), else its default
-    ``layout_minor_to_major``."""
-    producer = owner.clamp(min=0)
-    default = node_feat[producer, LAYOUT_COLUMNS].long().expand(layouts.shape[0], -1, -1)
-    configured = position[producer]
-    from_config = layouts[:, configured.clamp(min=0), :SLOT_WIDTH]
-    return torch.where((configured >= 0).view(1, -1, 1), from_config, default)
-
-
 def _copy_flag(
     layout: torch.Tensor,
     owner: torch.Tensor,
@@ -92,5 +78,10 @@ def _copy_flag(
 ) -> torch.Tensor:
     """1.0 where an operand slot's ``layout`` (b, nc, 6) is set and differs from the
     layout its producer ``owner`` (nc,) writes."""
-    differs = (layout != written_layouts(owner, position, layouts, node_feat)).any(dim=-1)
+    producer = owner.clamp(min=0)
+    written = node_feat[producer, LAYOUT_COLUMNS].long().expand_as(layout)  # default layout
+    configured = position[producer]  # (nc,) the producer's configuration row, -1 if none
+    from_config = layouts[:, configured.clamp(min=0), :SLOT_WIDTH]  # its output slot
+    written = torch.where((configured >= 0).view(1, -1, 1), from_config, written)
+    differs = (layout != written).any(dim=-1)
     return ((layout[..., 0] >= 0) & (owner >= 0) & differs).float()
