@@ -35,3 +35,23 @@ def test_benchmark_imports_and_parses_help(path, capsys):
         module.main(["--help"])
     assert exit_info.value.code == 0
     assert "usage" in capsys.readouterr().out
+
+
+def test_learning_curve_runs_resumes_and_refuses_bad_sizes(tmp_path, capsys):
+    """``tgraph_learning_curve.py`` on a SYNTHETIC collection (mechanics only): a row per
+    size, a rerun resumes the finished runs, and a size the pool cannot give is exit 2."""
+    from dagopt.generate.tpugraphs import write_synthetic_collection
+
+    write_synthetic_collection(
+        tmp_path, "layout:xla:random", graphs={"train": 15, "valid": 3}, num_configs=16
+    )
+    script = load(SCRIPTS[0].parent / "tgraph_learning_curve.py")
+    common = ["--data", str(tmp_path), "--work", str(tmp_path / "work"), "--epochs", "1"]
+    argv = [*common, "--sizes", "5", "10", "--seeds", "0", "--tta", "1"]
+    assert script.main(argv) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    assert [row.split(" | ")[0] for row in rows[1:]] == ["| 5", "| 10"]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["n10_s0", "n5_s0"]
+    assert script.main(argv) == 0  # resumed: the same table from the finished runs
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")] == rows
+    assert script.main([*common, "--sizes", "13"]) == 2  # fold 0 holds 3 of 15: 12 left
