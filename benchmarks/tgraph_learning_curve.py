@@ -11,7 +11,7 @@ fold of 5: 80 % of the ``n`` programs train, 20 % choose the epoch kept). Each m
 scored with 10-permutation test-time augmentation on the held-out programs (other
 programs of the training architectures) and on the valid split (architectures no
 training program comes from). A row per size: the mean over seeds and each seed's
-score; the last column is the fitted gain per doubling of the programs (least squares
+score; a last line gives the fitted gain per doubling of the programs (least squares
 of the held-out score on log2 n over all runs), to read how far more programs of the
 same kinds would carry the score. Runs resume from ``--work``.
 """
@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.io.tpugraphs import COLLECTIONS
+from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.rank.tgraph import evaluate, load_ranker
+from dagopt.rank.tgraph import evaluate, load_ranker, prepare
 from dagopt.train.tgraph import TGraphTrainConfig, fold_of, load_graphs, train_tgraph
 
 HELD_OUT_FOLD = 0
@@ -48,11 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     kind = args.collection.split(":")[0]
     training = load_graphs(args.data, args.collection, ["train"])
-    scored = load_graphs(args.data, args.collection, ["train"], deduplicate=False)
     valid = load_graphs(args.data, args.collection, ["valid"], deduplicate=False)
     fold = fold_of(training, FOLDS, 0)
     pool = np.flatnonzero(fold != HELD_OUT_FOLD)
-    held_out = [g for g, f in zip(scored, fold, strict=True) if f == HELD_OUT_FOLD]
+    paths = collection_files(args.data, args.collection, "train")  # load_graphs' order
+    held_out = [  # scored as inference sees them: every configuration, none de-duplicated
+        prepare(read_tpugraphs(paths[i])) for i in np.flatnonzero(fold == HELD_OUT_FOLD)
+    ]
     if max(args.sizes) > pool.size or min(args.sizes) < FOLDS:
         print(f"--sizes must lie in {FOLDS}..{pool.size} programs", file=sys.stderr)
         return 2
