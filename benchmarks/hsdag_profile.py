@@ -5,7 +5,9 @@
     python benchmarks/hsdag_profile.py --refit p.json # the transfer fit again, from its copies
 
 Every op of the zoo model's PyTorch graph is timed alone on each device (median of 5
-runs after a warm-up) and the transfer cost ``latency + bytes / bandwidth`` is fitted
+runs after a warm-up), so is the whole graph on each device alone (to which
+``ProfiledLatency(calibrate=True)`` scales each device's op times), and the transfer cost
+``latency + bytes / bandwidth`` is fitted
 to ``.to`` copies of 1 KiB to 64 MiB between the devices
 (``dagopt.integrations.torch_latency.profile_torch``). ``--shipped`` re-measures the
 profiles shipped with dagopt: devices ``cpu,cpu`` (two CPU "devices" on the project's
@@ -34,7 +36,10 @@ def measure(model: str, devices: list[str], out: Path, label: str) -> None:
     began = time.perf_counter()
     profile = profile_torch(torch_graph, devices, inputs, model=model, label=label)
     seconds = [sum(row[k] for row in profile.seconds) for k in range(len(devices))]
-    totals = ", ".join(f"{d} {1e3 * s:.2f} ms" for d, s in zip(devices, seconds, strict=True))
+    totals = ", ".join(
+        f"{d} {1e3 * s:.2f} ms (whole graph {1e3 * w:.2f} ms)"
+        for d, s, w in zip(devices, seconds, profile.whole, strict=True)
+    )
     print(f"{model}: {torch_graph.graph.num_nodes} ops, sum of op times {totals}; transfer "
           f"{1e6 * profile.latency:.1f} us + bytes / {profile.bandwidth / 1e9:.3g} GB/s; "
           f"{time.perf_counter() - began:.0f} s; wrote {profile.write(out)}")  # fmt: skip

@@ -14,6 +14,8 @@ rank correlation says little; the number that matters needs ``cpu,cuda:0``. ``--
 keeps the placements with their measured latencies (FILE) and the graph
 (FILE.graph.json); ``--measured FILE`` scores a profile (``--profile``, or the shipped
 one) against those measurements again, without the hardware or a PyTorch export.
+``--calibrate`` scales each device's op times so that a single-device placement
+predicts the whole-graph latency the profile measured (``ProfiledLatency``).
 """
 
 import argparse
@@ -115,10 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", type=Path, help="write the placements and latencies here")
     parser.add_argument("--measured", type=Path, help="a --save record: predict, not measure")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="scale op times to the profile's whole-graph latencies")  # fmt: skip
     args = parser.parse_args(argv)
     scored = reread(args) if args.measured is not None else measure(args)
     rows, measured = scored.rows, scored.measured
-    predicted_env = ProfiledLatency(scored.graph, scored.profile)
+    predicted_env = ProfiledLatency(scored.graph, scored.profile, calibrate=args.calibrate)
     predicted = np.array([predicted_env.evaluate(r, None, "runtime").makespan for r in rows])
     rho = spearmanr(predicted, measured).statistic
     print(f"{scored.model} on {scored.devices}: {len(rows)} placements, measured "

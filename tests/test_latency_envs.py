@@ -114,6 +114,30 @@ def test_a_profile_round_trips_and_predicts_with_its_own_times(tmp_path):
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(InputError, match="cannot read the latency profile"):
         Profile.read(tmp_path / "bad.json")
+    one_whole = Profile(**{**profile.__dict__, "whole": (1e-3,)})
+    with pytest.raises(InputError, match="one positive latency per device"):
+        Profile.read(one_whole.write(tmp_path / "one.json"))
+
+
+def test_a_profile_with_whole_graph_latencies_calibrates_each_device_to_them(tmp_path):
+    graph = generate_placement(30, seed=1)
+    _, runtimes = cpu_gpu(graph)
+    profile = Profile(
+        label="test", model="g", devices=("cpu", "cuda:0"), names=tuple(graph.names),
+        seconds=tuple(map(tuple, runtimes)), latency=1e-5, bandwidth=1e9,
+        whole=(0.5 * runtimes[:, 0].sum(), 0.25 * runtimes[:, 1].sum()),
+    )  # fmt: skip
+    assert Profile.read(profile.write(tmp_path / "p.json")) == profile
+    calibrated = ProfiledLatency(graph, profile, calibrate=True)
+    as_timed = ProfiledLatency(graph, profile)
+    for k in range(2):
+        alone = np.full(graph.num_nodes, k)
+        assert calibrated.evaluate(alone, None, "runtime").makespan == pytest.approx(
+            profile.whole[k]
+        )
+        assert as_timed.evaluate(alone, None, "runtime").makespan == pytest.approx(
+            runtimes[:, k].sum()
+        )
 
 
 @pytest.mark.parametrize("devices", [["cpu", "cpu"], ["cpu", "cuda:0"]])
@@ -129,18 +153,29 @@ def test_the_shipped_profiles_cover_their_model_on_two_devices(model, devices):
         assert sum(r[1] for r in profile.seconds) < sum(r[0] for r in profile.seconds)
 
 
-def test_the_h100_records_rescore_to_the_rho_their_call_printed():
-    # benchmarks/measured/h100-2026-11-26: call 2 printed rho = 0.825 for ResNet-50 with
-    # the profile as measured; docs/hsdag.md rescores these records with other fits
-    folder = Path(__file__).resolve().parents[1] / "benchmarks/measured/h100-2026-11-26"
-    record = json.loads((folder / "spearman-resnet-50.json").read_text())
-    graph = load(folder / "spearman-resnet-50.graph.json")
-    assert list(graph.names) == record["names"]
-    profile = folder / "profiles-as-measured/hsdag-profile-resnet-50-cpu-cuda0.json"
-    env = ProfiledLatency(graph, Profile.read(profile))
+MEASURED = Path(__file__).resolve().parents[1] / "benchmarks/measured"
+
+
+@pytest.mark.parametrize(
+    ("record", "profile", "calibrate", "rho"),
+    [  # printed by call 2 (profile as measured) and call 4 (calibrated); docs/hsdag.md
+        ("h100-2026-11-26/spearman-resnet-50.json",
+         "h100-2026-11-26/profiles-as-measured/hsdag-profile-resnet-50-cpu-cuda0.json",
+         False, 0.825),
+        ("h100-2026-11-27/spearman-bert-base-seed2.json",
+         "h100-2026-11-27/call4-profiles/hsdag-profile-bert-base-cpu-cuda0.json", True, 0.714),
+        ("h100-2026-11-27/spearman-bert-base-seed2.json",
+         "h100-2026-11-27/call4-profiles/hsdag-profile-bert-base-cpu-cuda0.json", False, 0.759),
+    ],
+)  # fmt: skip
+def test_the_h100_records_rescore_to_the_rho_their_call_printed(record, profile, calibrate, rho):
+    saved = json.loads((MEASURED / record).read_text())
+    graph = load(MEASURED / record.replace(".json", ".graph.json"))
+    assert list(graph.names) == saved["names"]
+    env = ProfiledLatency(graph, Profile.read(MEASURED / profile), calibrate=calibrate)
     predicted = [env.evaluate(np.array(row), None, "runtime").makespan
-                 for row in record["placements"]]  # fmt: skip
-    assert spearmanr(predicted, record["measured"]).statistic == pytest.approx(0.825, abs=5e-4)
+                 for row in saved["placements"]]  # fmt: skip
+    assert spearmanr(predicted, saved["measured"]).statistic == pytest.approx(rho, abs=5e-4)
 
 
 def test_fit_transfer_recovers_latency_and_bandwidth():
@@ -214,8 +249,10 @@ def test_a_torch_profile_covers_every_op_and_predicts(small_net):
     seconds = np.asarray(profile.seconds)
     assert seconds.shape == (torch_graph.graph.num_nodes, 2) and (seconds >= 0).all()
     assert seconds.sum() > 0 and profile.latency >= 0 and len(profile.copies) > 0
-    env = ProfiledLatency(torch_graph.graph, profile)
-    assert env.evaluate(np.zeros(torch_graph.graph.num_nodes, int), None, "runtime").feasible
+    assert len(profile.whole) == 2 and min(profile.whole) > 0
+    env = ProfiledLatency(torch_graph.graph, profile, calibrate=True)
+    alone = env.evaluate(np.zeros(torch_graph.graph.num_nodes, int), None, "runtime")
+    assert alone.feasible and alone.makespan == pytest.approx(profile.whole[0])
 
 
 @pytest.mark.parametrize("method", ["hsdag", "placeto", "rnn-placer"])

@@ -15,7 +15,8 @@ the repetitions. A placement that raises (out of memory, an op a device lacks) i
 failure, counted and penalised by the base class, never a crash.
 
 ``profile_torch`` measures what ``ProfiledLatency`` predicts from: every op's median
-seconds on each device, run alone with its inputs on that device, and a transfer cost
+seconds on each device, run alone with its inputs on that device, the whole graph's
+latency on each device alone (``ProfiledLatency`` can calibrate to it), and a transfer cost
 fitted from copy benchmarks (``.to`` of tensors from 1 KiB to 64 MiB between every two
 devices): ``latency + bytes / bandwidth``. On a CPU-only machine with devices
 ``cpu,cpu`` a ``.to("cpu")`` of a CPU tensor is the tensor itself, so the fitted
@@ -259,12 +260,15 @@ def profile_torch(
     """A ``Profile`` of ``torch_graph`` on ``device_names`` (module docstring).
 
     Inputs, outputs and nodes that run nothing get 0 seconds. After a warm-up run on
-    every device, ``repeats`` rounds run the whole graph once on each device in turn
-    (so that a machine's drifting load spreads over the devices alike); an op's time is
-    its median over the rounds."""
+    every device, ``repeats`` rounds run the graph op by op once on each device in turn
+    (so that a machine's drifting load spreads over the devices alike), then measure
+    the whole graph on each device alone (``TorchLatency``); an op's time is its median
+    over the rounds, and so is each device's whole-graph latency (``Profile.whole``)."""
     devices = check_torch_devices(device_names)
     latency = TorchLatency(torch_graph, device_names, inputs)
     runs: list[dict[str, list[float]]] = [{} for _ in devices]
+    wholes: list[list[float]] = [[] for _ in devices]
+    alone = [np.full(torch_graph.graph.num_nodes, k) for k in range(len(devices))]
     with torch.no_grad():
         for round_ in range(repeats + 1):
             for k, device in enumerate(devices):
@@ -272,6 +276,12 @@ def profile_torch(
                 for name, seconds in times.items():
                     if round_:  # round 0 warms up
                         runs[k].setdefault(name, []).append(seconds)
+            for k, device_of in enumerate(alone):
+                run = latency.evaluate(device_of, None, "runtime")
+                if not run.feasible:
+                    raise InputError(f"the graph failed to run on {device_names[k]} alone")
+                if round_:
+                    wholes[k].append(run.makespan)
     names = torch_graph.graph.names
     seconds = tuple(
         tuple(statistics.median(run[name]) if name in run else 0.0 for run in runs)
@@ -304,4 +314,5 @@ def profile_torch(
         bandwidth=bandwidth,
         copies=tuple(copies),
         meta=meta,
+        whole=tuple(statistics.median(w) for w in wholes),
     )

@@ -180,6 +180,8 @@ class Profile:
     ``seconds[i][k]``: the median time of op ``names[i]`` on device ``devices[k]``;
     ``latency`` (s) and ``bandwidth`` (bytes/s) fit ``latency + bytes / bandwidth`` to
     copy benchmarks between the devices (``copies``: ``[bytes, seconds]`` pairs).
+    ``whole[k]`` (optional): the measured latency of the whole graph run on device ``k``
+    alone, to which ``ProfiledLatency(calibrate=True)`` scales that device's op times.
     ``label`` says what was measured where (e.g. a CPU-only profile).
     """
 
@@ -192,6 +194,7 @@ class Profile:
     bandwidth: float
     copies: tuple[tuple[float, float], ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    whole: tuple[float, ...] = ()
 
     def write(self, path: str | Path) -> Path:
         """Write the profile as JSON, atomically."""
@@ -212,11 +215,16 @@ class Profile:
                 bandwidth=float(data["bandwidth"]),
                 copies=tuple(tuple(c) for c in data.get("copies", ())),
                 meta=dict(data.get("meta", {})),
+                whole=tuple(float(s) for s in data.get("whole", ())),
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise InputError(f"cannot read the latency profile {path}: {exc}") from None
         if any(len(row) != len(profile.devices) for row in profile.seconds):
             raise InputError(f"profile {path}: every op needs one time per device")
+        if profile.whole and (
+            len(profile.whole) != len(profile.devices) or min(profile.whole) <= 0
+        ):
+            raise InputError(f"profile {path}: 'whole' needs one positive latency per device")
         return profile
 
 
@@ -236,10 +244,25 @@ class ProfiledLatency(SimulatedLatency):
     """The simulator with a ``Profile``'s op times and transfer cost (module docstring).
 
     Every graph node must have a row in the profile (matched by name); devices have
-    no memory limit (the profile does not record one).
+    no memory limit (the profile does not record one). With ``calibrate`` and a profile
+    that holds each device's measured whole-graph latency (``Profile.whole``), every op
+    time on device ``k`` is scaled by ``whole[k] / sum_i seconds[i][k]``, so that a
+    single-device placement predicts its measured latency: an op timed alone, with the
+    devices synchronised around it, also holds a launch and a synchronisation (on an
+    H100 the sums of GPU op times are 1.8 to 3 times the whole graph's latency). Off by
+    default: on an H100 it did not rank measured placements better (``docs/hsdag.md``,
+    "Calibrated op times").
     """
 
-    def __init__(self, graph: Graph, profile: Profile, *, noise: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        graph: Graph,
+        profile: Profile,
+        *,
+        noise: float = 0.0,
+        seed: int = 0,
+        calibrate: bool = False,
+    ):
         row = {name: i for i, name in enumerate(profile.names)}
         missing = [name for name in graph.names if name not in row]
         if missing:
@@ -257,6 +280,8 @@ class ProfiledLatency(SimulatedLatency):
             )
         seconds = np.asarray(profile.seconds, dtype=np.float64)
         runtimes = seconds[[row[name] for name in graph.names]]
+        if calibrate and profile.whole:
+            runtimes = runtimes * (np.asarray(profile.whole) / runtimes.sum(axis=0))
         devices = Devices(
             tuple(DeviceSpec(memory=math.inf) for _ in profile.devices),
             latency=profile.latency,
