@@ -43,3 +43,7 @@ dagopt generate configs --collection tile --extra-wave 2 --graphs 20 --out datas
 # Issue 20, wave 2 too: tile's dense kernels of the train and valid transformers' linear
 # layers at token counts drawn from 2..64 (build.LENGTH_RANGE).
 dagopt generate configs --collection tile --lengths --graphs 64 --out datasets/configs
+# Issue 20, 2026-11-27: the rest of the --extra plan for layout:xla:random, 51 more DenseNet-121
+# and GoogLeNet training programs (docs/results.md, "The rest of the extra plan").
+dagopt generate configs --collection layout-xla --variant random --extra --graphs 123 \
+  --out datasets/configs
