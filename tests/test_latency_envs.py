@@ -89,13 +89,18 @@ def test_a_placement_over_memory_fails_is_counted_and_penalised():
     assert result.info["failed"] >= 1 and env.failures >= result.info["failed"]
 
 
+def cpu_gpu_profile(graph, runtimes: np.ndarray, whole=()) -> Profile:
+    """A ``Profile`` holding ``runtimes`` (``(n, 2)``) for a CPU and a GPU."""
+    return Profile(
+        label="test", model="g", devices=("cpu", "cuda:0"), names=tuple(graph.names),
+        seconds=tuple(map(tuple, runtimes)), latency=1e-5, bandwidth=1e9, whole=whole,
+    )  # fmt: skip
+
+
 def test_a_profile_round_trips_and_predicts_with_its_own_times(tmp_path):
     graph = generate_placement(30, seed=1)
     devices, runtimes = cpu_gpu(graph)
-    profile = Profile(
-        label="test", model="g", devices=("cpu", "cuda:0"), names=tuple(graph.names),
-        seconds=tuple(map(tuple, runtimes)), latency=1e-5, bandwidth=1e9,
-    )  # fmt: skip
+    profile = cpu_gpu_profile(graph, runtimes)
     read = Profile.read(profile.write(tmp_path / "p.json"))
     assert read == profile
     predicted = ProfiledLatency(graph, read)
@@ -122,11 +127,8 @@ def test_a_profile_round_trips_and_predicts_with_its_own_times(tmp_path):
 def test_a_profile_with_whole_graph_latencies_calibrates_each_device_to_them(tmp_path):
     graph = generate_placement(30, seed=1)
     _, runtimes = cpu_gpu(graph)
-    profile = Profile(
-        label="test", model="g", devices=("cpu", "cuda:0"), names=tuple(graph.names),
-        seconds=tuple(map(tuple, runtimes)), latency=1e-5, bandwidth=1e9,
-        whole=(0.5 * runtimes[:, 0].sum(), 0.25 * runtimes[:, 1].sum()),
-    )  # fmt: skip
+    whole = (0.5 * runtimes[:, 0].sum(), 0.25 * runtimes[:, 1].sum())
+    profile = cpu_gpu_profile(graph, runtimes, whole)
     assert Profile.read(profile.write(tmp_path / "p.json")) == profile
     calibrated = ProfiledLatency(graph, profile, calibrate=True)
     as_timed = ProfiledLatency(graph, profile)
