@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     sizes = sorted(args.sizes)
     scores = {}  # (size, seed) -> (held-out tau, valid tau)
+    trained_on = {}  # size -> programs the run's kept fold trains on (the rest pick its epoch)
     for seed in args.seeds:
         order = pool[np.random.default_rng(seed).permutation(pool.size)]
         for size in sizes:
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed=seed,
             )
             graphs = [training[i] for i in sorted(order[:size])]
+            trained_on[size] = int((fold_of(graphs, FOLDS, seed) != 0).sum())  # fold 0 validates
             train_tgraph(run, config, resume=(run / "state.pt").exists(), graphs=graphs)
             model = load_ranker(run / "model.pt")
             scores[size, seed] = (
@@ -99,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             markdown_row(
                 [
                     str(size),
-                    str(size - len(range(0, size, FOLDS))),  # fold_of deals round-robin
+                    str(trained_on[size]),
                     f"{np.mean(held):.3f}",
                     " / ".join(f"{v:.3f}" for v in held),
                     f"{np.mean(val):.3f}",

@@ -276,12 +276,11 @@ def profile_torch(
                 for name, seconds in times.items():
                     if round_:  # round 0 warms up
                         runs[k].setdefault(name, []).append(seconds)
-            for k, device_of in enumerate(alone):
+            for k, device_of in enumerate(alone if round_ else ()):  # TorchLatency warms up
                 run = latency.evaluate(device_of, None, "runtime")
                 if not run.feasible:
                     raise InputError(f"the graph failed to run on {device_names[k]} alone")
-                if round_:
-                    wholes[k].append(run.makespan)
+                wholes[k].append(run.makespan)
     names = torch_graph.graph.names
     seconds = tuple(
         tuple(statistics.median(run[name]) if name in run else 0.0 for run in runs)
