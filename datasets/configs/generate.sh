@@ -47,3 +47,8 @@ dagopt generate configs --collection tile --lengths --graphs 64 --out datasets/c
 # and GoogLeNet training programs (docs/results.md, "The rest of the extra plan").
 dagopt generate configs --collection layout-xla --variant random --extra --graphs 123 \
   --out datasets/configs
+# Issue 20, 2026-11-27, wave 3: CNN and hybrid backbones whose convolutions have shapes no
+# earlier training architecture had (build.EXTRA_WAVES[2]: RegNetY-4.0GF, SwiftFormer-XS,
+# ResNet-18, PoolFormer-S12, CvT-13, DINOv2 ViT-B/14), for layout:xla:random only.
+dagopt generate configs --collection layout-xla --variant random --extra-wave 3 --graphs 69 \
+  --out datasets/configs

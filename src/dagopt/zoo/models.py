@@ -504,8 +504,77 @@ PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
     ),
 )
 
+#: CNN and hybrid backbones whose groups-1 convolutions have shapes (channels, window,
+#: stride) no earlier training architecture of the measured configuration dataset had:
+#: its third wave of training architectures (``dagopt.rank.configs.build.EXTRA_WAVES``,
+#: issue 20), exportable by name but neither in the catalogue nor held out. None is of
+#: the held-out families (ConvNeXt, Swin, MobileNet).
+CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
+    ZooModel(
+        "regnet-y-040",
+        "cnn",
+        "RegNetForImageClassification(RegNetConfig()): RegNetY-4.0GF (Radosavovic et al."
+        " 2020), widths 128-192-512-1088, depths 2-6-12-2, group width 64; logits",
+        _images(),
+        _transformers_classifier("RegNetConfig", "RegNetForImageClassification", batch=1),
+    ),
+    ZooModel(
+        "swiftformer-xs",
+        "vision-transformer",
+        "SwiftFormerForImageClassification(SwiftFormerConfig()): SwiftFormer-XS (Shaker et al."
+        " 2023), widths 48-56-112-220, depths 3-3-6-4, 1 x 1 conv MLPs; logits",
+        _images(),
+        _transformers_classifier("SwiftFormerConfig", "SwiftFormerForImageClassification", batch=1),
+    ),
+    ZooModel(
+        "resnet-18",
+        "cnn",
+        "ResNetForImageClassification(ResNetConfig(layer_type='basic', depths=[2, 2, 2, 2],"
+        " hidden_sizes=[64, 128, 256, 512])): ResNet-18 (He et al. 2016); logits",
+        _images(),
+        _transformers_classifier(
+            "ResNetConfig",
+            "ResNetForImageClassification",
+            batch=1,
+            layer_type="basic",
+            depths=[2, 2, 2, 2],
+            hidden_sizes=[64, 128, 256, 512],
+        ),
+    ),
+    ZooModel(
+        "poolformer-s12",
+        "vision-transformer",
+        "PoolFormerForImageClassification(PoolFormerConfig()): PoolFormer-S12 (Yu et al."
+        " 2022), widths 64-128-320-512, overlapping patch embeddings 7 / 4 then 3 / 2,"
+        " 1 x 1 conv MLPs; logits",
+        _images(),
+        _transformers_classifier("PoolFormerConfig", "PoolFormerForImageClassification", batch=1),
+    ),
+    ZooModel(
+        "cvt-13",
+        "vision-transformer",
+        "CvtForImageClassification(CvtConfig()): CvT-13 (Wu et al. 2021), convolutional"
+        " token embeddings 7 / 4, 3 / 2, 3 / 2 to widths 64-192-384; logits",
+        _images(),
+        _transformers_classifier("CvtConfig", "CvtForImageClassification", batch=1),
+    ),
+    ZooModel(
+        "dinov2-base",
+        "vision-transformer",
+        "Dinov2ForImageClassification(Dinov2Config()): DINOv2 ViT-B/14 (Oquab et al. 2023),"
+        " patch embedding 14 x 14 / 14, position embeddings interpolated to the side; logits",
+        _images(),
+        _transformers_classifier("Dinov2Config", "Dinov2ForImageClassification", batch=1),
+    ),
+)
+
 _BY_NAME = {
-    model.name: model for model in MODELS + HELD_OUT_MODELS + TRAINING_CNNS + PATCH_EMBEDDING_MODELS
+    model.name: model
+    for model in MODELS
+    + HELD_OUT_MODELS
+    + TRAINING_CNNS
+    + PATCH_EMBEDDING_MODELS
+    + CONV_SHAPE_MODELS
 }
 
 

@@ -63,14 +63,20 @@ EXTRA_MODELS = {
 (EfficientNet-B0's convs pad by name, which ``zoo_shapes`` skips) and MobileViT-S,
 whose attention has the equal in/out projections ``nlp`` graphs need."""
 PATCH_MODELS = ("pvt-tiny", "pvt-v2-b0")
+CONV_SHAPE_MODELS = (
+    "regnet-y-040", "swiftformer-xs", "resnet-18", "poolformer-s12", "cvt-13", "dinov2-base"
+)  # fmt: skip
 EXTRA_WAVES = (
     EXTRA_MODELS,
     {"tile": PATCH_MODELS, "layout-xla": PATCH_MODELS, "layout-nlp": ()},
+    {"tile": (), "layout-xla": CONV_SHAPE_MODELS, "layout-nlp": ()},
 )
 """The training architectures of ``--extra-wave 1, 2, ...``: wave 2 (issue 20) holds
 vision transformers whose convolutions have stride = window (``dagopt.zoo.models.
-PATCH_EMBEDDING_MODELS``), a kind of layer no earlier training architecture had."""
-EXTRA_SEEDS = (1000, 3000)
+PATCH_EMBEDDING_MODELS``), a kind of layer no earlier training architecture had; wave 3
+(issue 20, ``xla`` only) CNN and hybrid backbones whose convolutions have channel counts
+and windows no earlier one had (``dagopt.zoo.models.CONV_SHAPE_MODELS``)."""
+EXTRA_SEEDS = (1000, 3000, 4000)
 """Offset of each extra wave's seeds, so its configurations are drawn afresh."""
 LENGTHS_SEED = 2000
 """Offset of the ``--lengths`` plan's seeds (its configurations and drawn lengths)."""
