@@ -174,13 +174,36 @@ def test_a_later_extra_wave_leaves_the_earlier_plans_and_the_held_out_splits_alo
     assert BuildOptions(extra=2).seed_offset not in (0, BuildOptions(extra=1).seed_offset)
     with pytest.raises(InputError, match="no layout-nlp architectures"):
         plan_graphs("layout-nlp", root, BuildOptions(graphs=4, extra=2))
-    with pytest.raises(InputError, match=r"the waves are 1\.\.2"):
-        BuildOptions(extra=3)
+    with pytest.raises(InputError, match=r"the waves are 1\.\.3"):
+        BuildOptions(extra=4)
     result = runner.invoke(
         app, ["generate", "configs", "--collection", "tile", "--extra", "--extra-wave", "2",
               "--out", str(root)],
     )  # fmt: skip
     assert result.exit_code == 2 and "--extra is wave 1" in result.output
+
+
+def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architecture_had(root):
+    """``--extra-wave 3`` (issue 20): six ``xla``-only training backbones, none of a
+    held-out family, whose 69 programs are all new and mostly of new conv shapes."""
+    plan = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=3))
+    assert len(plan) == 69 and {m for m, _ in plan} == set(EXTRA_WAVES[2]["layout-xla"])
+    assert all(split_of("layout-xla", m) == "train" for m, _ in plan)
+    earlier = [
+        g
+        for wave in (0, 1, 2)
+        for _, g in plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=wave))
+    ]
+    assert not {g.name for g in earlier} & {g.name for _, g in plan}
+
+    def conv(graph):  # channels, window and stride of an xla program's convolution
+        return graph.ops[1].shape[:3], graph.ops[2].stride
+
+    assert len({conv(g) for _, g in plan} - {conv(g) for g in earlier}) > 40
+    assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3)}) == 3
+    for kind in ("tile", "layout-nlp"):
+        with pytest.raises(InputError, match=f"no {kind} architectures"):
+            plan_graphs(kind, root, BuildOptions(graphs=4, extra=3))
 
 
 def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):

@@ -25,7 +25,7 @@ from dagopt.zoo import (
     get_model,
     model_names,
 )
-from dagopt.zoo.models import PATCH_EMBEDDING_MODELS
+from dagopt.zoo.models import CONV_SHAPE_MODELS, PATCH_EMBEDDING_MODELS
 
 runner = CliRunner()
 
@@ -254,6 +254,31 @@ def test_patch_embedding_models_have_the_published_sizes_and_stride_window_convs
     assert module(*inputs).shape == (1, 1000)
     convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv2d)]
     assert len(convs) == 10 and all(m.stride == m.kernel_size for m in convs)
+
+
+def test_conv_shape_models_have_the_published_sizes_and_are_not_held_out():
+    """The configuration dataset's wave 3 backbones at 224 px and 1000 classes: ResNet-18
+    11,689,512 parameters (torchvision's count), RegNetY-4.0GF 20.6 M, SwiftFormer-XS
+    3.5 M, PoolFormer-S12 11.9 M, CvT-13 20.0 M (their papers); DINOv2's ViT-B/14 with
+    its 1536-input classifier head. Exportable by name, outside the catalogue."""
+    import torch
+
+    counts = {
+        "regnet-y-040": 20_646_656,
+        "swiftformer-xs": 3_475_360,
+        "resnet-18": 11_689_512,
+        "poolformer-s12": 11_915_176,
+        "cvt-13": 19_997_480,
+        "dinov2-base": 87_262_696,
+    }
+    assert [m.name for m in CONV_SHAPE_MODELS] == list(counts)
+    assert not set(counts) & set(model_names() + model_names(held_out=True))
+    for name, count in counts.items():
+        module, _ = get_model(name).build("large")
+        assert sum(p.numel() for p in module.parameters()) == count
+    module, inputs = get_model("dinov2-base").build("small")  # 64 px: embeddings interpolate
+    assert module(*inputs).shape == (1, 1000)
+    assert any(isinstance(m, torch.nn.Conv2d) and m.stride == (14, 14) for m in module.modules())
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():

@@ -516,7 +516,9 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
         "RegNetForImageClassification(RegNetConfig()): RegNetY-4.0GF (Radosavovic et al."
         " 2020), widths 128-192-512-1088, depths 2-6-12-2, group width 64; logits",
         _images(),
-        _transformers_classifier("RegNetConfig", "RegNetForImageClassification", batch=1),
+        _transformers_classifier(
+            "RegNetConfig", "RegNetForImageClassification", batch=1, num_labels=1000
+        ),
     ),
     ZooModel(
         "swiftformer-xs",
@@ -524,7 +526,9 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
         "SwiftFormerForImageClassification(SwiftFormerConfig()): SwiftFormer-XS (Shaker et al."
         " 2023), widths 48-56-112-220, depths 3-3-6-4, 1 x 1 conv MLPs; logits",
         _images(),
-        _transformers_classifier("SwiftFormerConfig", "SwiftFormerForImageClassification", batch=1),
+        _transformers_classifier(
+            "SwiftFormerConfig", "SwiftFormerForImageClassification", batch=1, num_labels=1000
+        ),
     ),
     ZooModel(
         "resnet-18",
@@ -536,6 +540,7 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
             "ResNetConfig",
             "ResNetForImageClassification",
             batch=1,
+            num_labels=1000,
             layer_type="basic",
             depths=[2, 2, 2, 2],
             hidden_sizes=[64, 128, 256, 512],
@@ -548,7 +553,9 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
         " 2022), widths 64-128-320-512, overlapping patch embeddings 7 / 4 then 3 / 2,"
         " 1 x 1 conv MLPs; logits",
         _images(),
-        _transformers_classifier("PoolFormerConfig", "PoolFormerForImageClassification", batch=1),
+        _transformers_classifier(
+            "PoolFormerConfig", "PoolFormerForImageClassification", batch=1, num_labels=1000
+        ),
     ),
     ZooModel(
         "cvt-13",
@@ -556,7 +563,9 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
         "CvtForImageClassification(CvtConfig()): CvT-13 (Wu et al. 2021), convolutional"
         " token embeddings 7 / 4, 3 / 2, 3 / 2 to widths 64-192-384; logits",
         _images(),
-        _transformers_classifier("CvtConfig", "CvtForImageClassification", batch=1),
+        _transformers_classifier(
+            "CvtConfig", "CvtForImageClassification", batch=1, num_labels=1000
+        ),
     ),
     ZooModel(
         "dinov2-base",
@@ -564,7 +573,9 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
         "Dinov2ForImageClassification(Dinov2Config()): DINOv2 ViT-B/14 (Oquab et al. 2023),"
         " patch embedding 14 x 14 / 14, position embeddings interpolated to the side; logits",
         _images(),
-        _transformers_classifier("Dinov2Config", "Dinov2ForImageClassification", batch=1),
+        _transformers_classifier(
+            "Dinov2Config", "Dinov2ForImageClassification", batch=1, num_labels=1000
+        ),
     ),
 )
 
