@@ -466,41 +466,46 @@ TRAINING_CNNS: tuple[ZooModel, ...] = tuple(
     for seed in (3, 4, 5, 6)
 )
 
+
+def _training_classifier(
+    name: str, family: str, description: str, prefix: str, sized: bool = False, **config: Any
+) -> ZooModel:
+    """A training-only ``transformers`` image classifier (``{prefix}Config`` and
+    ``{prefix}ForImageClassification``, 1000 classes, batch 1), exportable by name."""
+    builder = _transformers_classifier(
+        f"{prefix}Config",
+        f"{prefix}ForImageClassification",
+        batch=1,
+        sized=sized,
+        num_labels=1000,
+        **config,
+    )
+    return ZooModel(name, family, description, _images(), builder)
+
+
 #: Vision transformers whose convolutions have stride = window (patch embeddings, and
 #: PVT's spatial-reduction attention): training architectures of the measured
 #: configuration dataset (``dagopt.rank.configs.build.EXTRA_WAVES``, issue 20), exportable
 #: by name but neither in the catalogue nor held out.
 PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
-    ZooModel(
+    _training_classifier(
         "pvt-tiny",
         "vision-transformer",
         "PvtForImageClassification(PvtConfig(image_size=side)): PVT-Tiny (Wang et al. 2021),"
         " depths 2-2-2-2, widths 64-128-320-512, patch embeddings 4-2-2-2 (stride = window),"
         " spatial reduction 8-4-2-1; eager attention; logits",
-        _images(),
-        _transformers_classifier(
-            "PvtConfig",
-            "PvtForImageClassification",
-            batch=1,
-            sized=True,
-            num_labels=1000,
-            attn_implementation="eager",
-        ),
+        "Pvt",
+        sized=True,
+        attn_implementation="eager",
     ),
-    ZooModel(
+    _training_classifier(
         "pvt-v2-b0",
         "vision-transformer",
         "PvtV2ForImageClassification(PvtV2Config()): PVTv2-B0 (Wang et al. 2022),"
         " depths 2-2-2-2, widths 32-64-160-256, overlapping patch embeddings 7/4 then 3/2,"
         " spatial reduction 8-4-2-1; eager attention; logits",
-        _images(),
-        _transformers_classifier(
-            "PvtV2Config",
-            "PvtV2ForImageClassification",
-            batch=1,
-            num_labels=1000,
-            attn_implementation="eager",
-        ),
+        "PvtV2",
+        attn_implementation="eager",
     ),
 )
 
@@ -510,72 +515,51 @@ PATCH_EMBEDDING_MODELS: tuple[ZooModel, ...] = (
 #: issue 20), exportable by name but neither in the catalogue nor held out. None is of
 #: the held-out families (ConvNeXt, Swin, MobileNet).
 CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
-    ZooModel(
+    _training_classifier(
         "regnet-y-040",
         "cnn",
         "RegNetForImageClassification(RegNetConfig()): RegNetY-4.0GF (Radosavovic et al."
         " 2020), widths 128-192-512-1088, depths 2-6-12-2, group width 64; logits",
-        _images(),
-        _transformers_classifier(
-            "RegNetConfig", "RegNetForImageClassification", batch=1, num_labels=1000
-        ),
+        "RegNet",
     ),
-    ZooModel(
+    _training_classifier(
         "swiftformer-xs",
         "vision-transformer",
         "SwiftFormerForImageClassification(SwiftFormerConfig()): SwiftFormer-XS (Shaker et al."
         " 2023), widths 48-56-112-220, depths 3-3-6-4, 1 x 1 conv MLPs; logits",
-        _images(),
-        _transformers_classifier(
-            "SwiftFormerConfig", "SwiftFormerForImageClassification", batch=1, num_labels=1000
-        ),
+        "SwiftFormer",
     ),
-    ZooModel(
+    _training_classifier(
         "resnet-18",
         "cnn",
         "ResNetForImageClassification(ResNetConfig(layer_type='basic', depths=[2, 2, 2, 2],"
         " hidden_sizes=[64, 128, 256, 512])): ResNet-18 (He et al. 2016); logits",
-        _images(),
-        _transformers_classifier(
-            "ResNetConfig",
-            "ResNetForImageClassification",
-            batch=1,
-            num_labels=1000,
-            layer_type="basic",
-            depths=[2, 2, 2, 2],
-            hidden_sizes=[64, 128, 256, 512],
-        ),
+        "ResNet",
+        layer_type="basic",
+        depths=[2, 2, 2, 2],
+        hidden_sizes=[64, 128, 256, 512],
     ),
-    ZooModel(
+    _training_classifier(
         "poolformer-s12",
         "vision-transformer",
         "PoolFormerForImageClassification(PoolFormerConfig()): PoolFormer-S12 (Yu et al."
         " 2022), widths 64-128-320-512, overlapping patch embeddings 7 / 4 then 3 / 2,"
         " 1 x 1 conv MLPs; logits",
-        _images(),
-        _transformers_classifier(
-            "PoolFormerConfig", "PoolFormerForImageClassification", batch=1, num_labels=1000
-        ),
+        "PoolFormer",
     ),
-    ZooModel(
+    _training_classifier(
         "cvt-13",
         "vision-transformer",
         "CvtForImageClassification(CvtConfig()): CvT-13 (Wu et al. 2021), convolutional"
         " token embeddings 7 / 4, 3 / 2, 3 / 2 to widths 64-192-384; logits",
-        _images(),
-        _transformers_classifier(
-            "CvtConfig", "CvtForImageClassification", batch=1, num_labels=1000
-        ),
+        "Cvt",
     ),
-    ZooModel(
+    _training_classifier(
         "dinov2-base",
         "vision-transformer",
         "Dinov2ForImageClassification(Dinov2Config()): DINOv2 ViT-B/14 (Oquab et al. 2023),"
         " patch embedding 14 x 14 / 14, position embeddings interpolated to the side; logits",
-        _images(),
-        _transformers_classifier(
-            "Dinov2Config", "Dinov2ForImageClassification", batch=1, num_labels=1000
-        ),
+        "Dinov2",
     ),
 )
 

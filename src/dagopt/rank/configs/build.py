@@ -38,6 +38,7 @@ from dagopt.errors import InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.tpugraphs import collection_dir, write_tpugraphs
 from dagopt.progress import report
+from dagopt.zoo import models as zoo_models
 
 KINDS = ("tile", "layout-xla", "layout-nlp")
 VARIANTS = ("random", "default")
@@ -62,10 +63,8 @@ EXTRA_MODELS = {
 """Training architectures added by ``--extra`` (issue 20): zoo CNNs with groups-1 convs
 (EfficientNet-B0's convs pad by name, which ``zoo_shapes`` skips) and MobileViT-S,
 whose attention has the equal in/out projections ``nlp`` graphs need."""
-PATCH_MODELS = ("pvt-tiny", "pvt-v2-b0")
-CONV_SHAPE_MODELS = (
-    "regnet-y-040", "swiftformer-xs", "resnet-18", "poolformer-s12", "cvt-13", "dinov2-base"
-)  # fmt: skip
+PATCH_MODELS = tuple(model.name for model in zoo_models.PATCH_EMBEDDING_MODELS)
+CONV_SHAPE_MODELS = tuple(model.name for model in zoo_models.CONV_SHAPE_MODELS)
 EXTRA_WAVES = (
     EXTRA_MODELS,
     {"tile": PATCH_MODELS, "layout-xla": PATCH_MODELS, "layout-nlp": ()},
