@@ -563,6 +563,64 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
     ),
 )
 
+
+def _regnet(
+    name: str, title: str, layer_type: str, widths: list[int], depths: list[int], group: int
+):
+    """A published RegNet size (Radosavovic et al. 2020, pycls' model zoo) in ``transformers``."""
+    return _training_classifier(
+        name,
+        "cnn",
+        f"RegNetForImageClassification(RegNetConfig(layer_type={layer_type!r}, ...)): {title},"
+        f" widths {'-'.join(map(str, widths))}, depths {'-'.join(map(str, depths))},"
+        f" group width {group}; logits",
+        "RegNet",
+        layer_type=layer_type,
+        hidden_sizes=widths,
+        depths=depths,
+        groups_width=group,
+    )
+
+
+#: Other published sizes of wave 3's families, each with at least five groups-1
+#: convolution shapes (channels, window, stride) no earlier training architecture had:
+#: the measured configuration dataset's fourth wave (``dagopt.rank.configs.build.
+#: EXTRA_WAVES``, issue 20), exportable by name but neither in the catalogue nor held out.
+SIZE_VARIANT_MODELS: tuple[ZooModel, ...] = (
+    _regnet("regnet-x-002", "RegNetX-200MF", "x", [24, 56, 152, 368], [1, 1, 4, 7], 8),
+    _regnet("regnet-x-004", "RegNetX-400MF", "x", [32, 64, 160, 384], [1, 2, 7, 12], 16),
+    _regnet("regnet-y-016", "RegNetY-1.6GF", "y", [48, 120, 336, 888], [2, 6, 17, 2], 24),
+    _regnet("regnet-x-032", "RegNetX-3.2GF", "x", [96, 192, 432, 1008], [2, 6, 15, 2], 48),
+    _regnet("regnet-y-080", "RegNetY-8.0GF", "y", [168, 448, 896, 2016], [2, 4, 10, 1], 56),
+    _training_classifier(
+        "swiftformer-s",
+        "vision-transformer",
+        "SwiftFormerForImageClassification(SwiftFormerConfig(depths=[3, 3, 9, 6],"
+        " embed_dims=[48, 64, 168, 224])): SwiftFormer-S (Shaker et al. 2023); logits",
+        "SwiftFormer",
+        depths=[3, 3, 9, 6],
+        embed_dims=[48, 64, 168, 224],
+    ),
+    _training_classifier(
+        "swiftformer-l1",
+        "vision-transformer",
+        "SwiftFormerForImageClassification(SwiftFormerConfig(depths=[4, 3, 10, 5],"
+        " embed_dims=[48, 96, 192, 384])): SwiftFormer-L1 (Shaker et al. 2023); logits",
+        "SwiftFormer",
+        depths=[4, 3, 10, 5],
+        embed_dims=[48, 96, 192, 384],
+    ),
+    _training_classifier(
+        "poolformer-m36",
+        "vision-transformer",
+        "PoolFormerForImageClassification(PoolFormerConfig(hidden_sizes=[96, 192, 384, 768],"
+        " depths=[6, 6, 18, 6])): PoolFormer-M36 (Yu et al. 2022); logits",
+        "PoolFormer",
+        hidden_sizes=[96, 192, 384, 768],
+        depths=[6, 6, 18, 6],
+    ),
+)
+
 _BY_NAME = {
     model.name: model
     for model in MODELS
@@ -570,6 +628,7 @@ _BY_NAME = {
     + TRAINING_CNNS
     + PATCH_EMBEDDING_MODELS
     + CONV_SHAPE_MODELS
+    + SIZE_VARIANT_MODELS
 }
 
 
