@@ -3,6 +3,7 @@ protocol, the TpuGraphs files ``dagopt generate configs`` writes, resume, missin
 
 import shutil
 import sys
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -204,6 +205,29 @@ def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architectur
     for kind in ("tile", "layout-nlp"):
         with pytest.raises(InputError, match=f"no {kind} architectures"):
             plan_graphs(kind, root, BuildOptions(graphs=4, extra=3))
+
+
+def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
+    """``--extra-wave 4`` (issue 20): eight ``xla``-only published sizes of wave 3's
+    families, 131 new programs; the 72 measured (``--graphs 72``) are nine per backbone
+    and most of their conv shapes are new."""
+    full = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=4))
+    plan = plan_graphs("layout-xla", root, BuildOptions(graphs=72, extra=4))
+    assert len(full) == 131 and plan == full[:72]
+    assert Counter(m for m, _ in plan) == dict.fromkeys(EXTRA_WAVES[3]["layout-xla"], 9)
+    assert all(split_of("layout-xla", m) == "train" for m, _ in full)
+    earlier = [
+        g
+        for wave in (0, 1, 2, 3)
+        for _, g in plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=wave))
+    ]
+    assert not {g.name for g in earlier} & {g.name for _, g in full}
+
+    def conv(graph):  # channels, window and stride of an xla program's convolution
+        return graph.ops[1].shape[:3], graph.ops[2].stride
+
+    assert len({conv(g) for _, g in plan} - {conv(g) for g in earlier}) > 40
+    assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3, 4)}) == 4
 
 
 def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):

@@ -32,6 +32,7 @@ from dagopt.rank.tgraph import (
     evaluate,
     fit_normalizers,
     load_ranker,
+    merge_rankers,
     normalize,
     predict,
     prepare,
@@ -339,6 +340,36 @@ def test_model_files_round_trip(tmp_path):
     (tmp_path / "bad.pt").write_bytes(b"not a model")
     with pytest.raises(InputError, match="cannot read model file"):
         load_ranker(tmp_path / "bad.pt")
+
+
+def test_merged_runs_average_all_their_members(tmp_path):
+    """``dagopt train tgraph-ensemble`` (``merge_rankers``): the merged file predicts the
+    mean over every member of its inputs (a 2-fold run and a single model: 3 members),
+    names its inputs in its meta; different configurations and fewer than two files are
+    one-line errors (exit 2)."""
+    graph = graph_for("layout")
+    a, b, c = (model_for(CONFIGS["tgraph-layout"], [graph], seed=s) for s in (1, 2, 3))
+    save_model(tmp_path / "run.pt", TGraphEnsemble.of([a, b]), {"seed": 0})
+    save_model(tmp_path / "fold.pt", c, {"seed": 1})
+    out = tmp_path / "merged.pt"
+    result = dagopt(
+        "train", "tgraph-ensemble", tmp_path / "run.pt", tmp_path / "fold.pt", "-o", out
+    )
+    assert result.exit_code == 0, result.output
+    assert "3 members of 2 models" in result.stdout
+    merged = load_ranker(out)
+    run = lambda model: predict(model, graph, permutations=2, batch=8, seed=3)  # noqa: E731
+    np.testing.assert_allclose(run(merged), (run(a) + run(b) + run(c)) / 3, rtol=1e-6)
+    _, meta = merge_rankers([tmp_path / "run.pt", tmp_path / "fold.pt"])
+    assert [source["meta"]["seed"] for source in meta["merged_from"]] == [0, 1]
+    save_model(tmp_path / "tile.pt", model_for(CONFIGS["tgraph-tile"], [graph_for("tile")]), {})
+    for files, message in (
+        ([tmp_path / "run.pt", tmp_path / "tile.pt"], "different configurations"),
+        ([tmp_path / "run.pt"], "at least two model files"),
+    ):
+        result = dagopt("train", "tgraph-ensemble", *files, "--out", tmp_path / "x.pt")
+        assert result.exit_code == 2 and message in result.output
+        assert not (tmp_path / "x.pt").exists()
 
 
 def test_the_learning_rate_warms_up_then_follows_one_cosine():

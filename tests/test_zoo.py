@@ -25,7 +25,7 @@ from dagopt.zoo import (
     get_model,
     model_names,
 )
-from dagopt.zoo.models import CONV_SHAPE_MODELS, PATCH_EMBEDDING_MODELS
+from dagopt.zoo.models import CONV_SHAPE_MODELS, PATCH_EMBEDDING_MODELS, SIZE_VARIANT_MODELS
 
 runner = CliRunner()
 
@@ -238,6 +238,15 @@ def test_held_out_cnns_have_the_published_parameter_counts(name):
     assert sum(p.numel() for p in module.parameters()) == HELD_OUT_PARAMETERS[name]
 
 
+def _assert_training_only_with_counts(counts: dict[str, int]) -> None:
+    """Each model is outside the catalogue and the held-out set and has ``counts[name]``
+    parameters at 224 px."""
+    assert not set(counts) & set(model_names() + model_names(held_out=True))
+    for name, count in counts.items():
+        module, _ = get_model(name).build("large")
+        assert sum(p.numel() for p in module.parameters()) == count
+
+
 def test_patch_embedding_models_have_the_published_sizes_and_stride_window_convs():
     """PVT-Tiny 13.2 M and PVTv2-B0 3.7 M parameters at 224 px (Wang et al. 2021,
     2022), exportable by name, outside the catalogue; their groups-1 convs at 64 px
@@ -246,10 +255,7 @@ def test_patch_embedding_models_have_the_published_sizes_and_stride_window_convs
 
     published = {"pvt-tiny": 13_229_288, "pvt-v2-b0": 3_666_760}
     assert {m.name for m in PATCH_EMBEDDING_MODELS} == set(published)
-    assert not set(published) & set(model_names() + model_names(held_out=True))
-    for name, count in published.items():
-        module, _ = get_model(name).build("large")
-        assert sum(p.numel() for p in module.parameters()) == count
+    _assert_training_only_with_counts(published)
     module, inputs = get_model("pvt-tiny").build("small")
     assert module(*inputs).shape == (1, 1000)
     convs = [m for m in module.modules() if isinstance(m, torch.nn.Conv2d)]
@@ -272,13 +278,32 @@ def test_conv_shape_models_have_the_published_sizes_and_are_not_held_out():
         "dinov2-base": 87_262_696,
     }
     assert [m.name for m in CONV_SHAPE_MODELS] == list(counts)
-    assert not set(counts) & set(model_names() + model_names(held_out=True))
-    for name, count in counts.items():
-        module, _ = get_model(name).build("large")
-        assert sum(p.numel() for p in module.parameters()) == count
+    _assert_training_only_with_counts(counts)
     module, inputs = get_model("dinov2-base").build("small")  # 64 px: embeddings interpolate
     assert module(*inputs).shape == (1, 1000)
     assert any(isinstance(m, torch.nn.Conv2d) and m.stride == (14, 14) for m in module.modules())
+
+
+def test_size_variant_models_have_the_published_parameter_counts():
+    """The configuration dataset's wave 4 backbones at 224 px and 1000 classes, with the
+    parameter counts their papers publish: RegNetX-200MF 2.7 M, RegNetX-400MF 5.2 M,
+    RegNetY-1.6GF 11.2 M, RegNetX-3.2GF 15.3 M, RegNetY-8.0GF 39.2 M (Radosavovic et al.
+    2020), SwiftFormer-S 6.1 M, SwiftFormer-L1 12.1 M (Shaker et al. 2023), PoolFormer-M36
+    56.2 M (Yu et al. 2022). Exportable by name, outside the catalogue."""
+    counts = {
+        "regnet-x-002": 2_684_792,
+        "regnet-x-004": 5_157_512,
+        "regnet-y-016": 11_202_430,
+        "regnet-x-032": 15_296_552,
+        "regnet-y-080": 39_180_068,
+        "swiftformer-s": 6_092_128,
+        "swiftformer-l1": 12_057_920,
+        "poolformer-m36": 56_172_520,
+    }
+    assert [m.name for m in SIZE_VARIANT_MODELS] == list(counts)
+    _assert_training_only_with_counts(counts)
+    module, inputs = get_model("regnet-x-002").build("small")
+    assert module(*inputs).shape == (1, 1000)
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():

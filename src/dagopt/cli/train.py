@@ -235,3 +235,22 @@ def tgraph(
         )
 
     _run(train_tgraph, run_dir, cfg, resume, describe)
+
+
+@train_app.command("tgraph-ensemble")
+def tgraph_ensemble(
+    models: Annotated[
+        list[Path], typer.Argument(help="TGraph model files: runs' model.pt (two or more).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The merged model file.")],
+) -> None:
+    """Merge trained TGraph models (say, one recipe's runs with other seeds) into one
+    ensemble that averages all their members (paper 002, section 2.5.3)."""
+    from dagopt.cli.output import check_output
+    from dagopt.nn.checkpoint import save_model
+    from dagopt.rank.tgraph import merge_rankers
+
+    check_output(out, *models)
+    ensemble, meta = merge_rankers(models)
+    save_model(out, ensemble, meta)
+    console.print(f"wrote {out}: {len(ensemble.members)} members of {len(models)} models")

@@ -206,13 +206,34 @@ def evaluate(
 def load_ranker(path: str | os.PathLike) -> TGraphRanker | TGraphEnsemble:
     """A ``tgraph-ensemble`` file (what ``dagopt train tgraph`` writes as ``model.pt``)
     or a single ``tgraph`` model file (a fold's ``model.pt``)."""
+    return _load_ranker_and_meta(path)[0]
+
+
+def _load_ranker_and_meta(path: str | os.PathLike) -> tuple[TGraphRanker | TGraphEnsemble, dict]:
     try:
-        return load_model(path, expected=TGraphEnsemble)[0]
+        return load_model(path, expected=TGraphEnsemble)
     except InputError as first:
         try:
-            return load_model(path, expected=TGraphRanker)[0]
+            return load_model(path, expected=TGraphRanker)
         except InputError:
             raise first from None
+
+
+def merge_rankers(paths: Sequence[str | os.PathLike]) -> tuple[TGraphEnsemble, dict]:
+    """One ensemble of every member of the model files ``paths`` (runs of one recipe with
+    other seeds, say: each seed draws its own K-fold split), and the meta that names
+    them. ``predict`` averages over all members, as over one run's kept folds (section
+    2.5.3). Members must share one configuration."""
+    if len(paths) < 2:
+        raise InputError("merging needs at least two model files")
+    loaded = [_load_ranker_and_meta(path) for path in paths]
+    members = [member for model, _ in loaded for member in _members(model)]
+    if any(m.config != members[0].config for m in members):
+        raise InputError("the model files hold models of different configurations")
+    sources = [
+        {"path": str(path), "meta": meta} for path, (_, meta) in zip(paths, loaded, strict=True)
+    ]
+    return TGraphEnsemble.of(members), {"merged_from": sources}
 
 
 def shipped_model_name(collection: str) -> str:

@@ -564,16 +564,22 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
 )
 
 
+def _published_size(name: str, family: str, title: str, prefix: str, **config: Any) -> ZooModel:
+    """``_training_classifier`` at a published size: ``config`` overrides the library's
+    default ``{prefix}Config`` and is spelled out in the description."""
+    args = ", ".join(f"{key}={value!r}" for key, value in config.items())
+    description = f"{prefix}ForImageClassification({prefix}Config({args})): {title}; logits"
+    return _training_classifier(name, family, description, prefix, **config)
+
+
 def _regnet(
-    name: str, title: str, layer_type: str, widths: list[int], depths: list[int], group: int
-):
-    """A published RegNet size (Radosavovic et al. 2020, pycls' model zoo) in ``transformers``."""
-    return _training_classifier(
+    name: str, title: str, layer_type: str, widths: list, depths: list, group: int
+) -> ZooModel:
+    """RegNet ``title`` at pycls' published widths, depths and group width."""
+    return _published_size(
         name,
         "cnn",
-        f"RegNetForImageClassification(RegNetConfig(layer_type={layer_type!r}, ...)): {title},"
-        f" widths {'-'.join(map(str, widths))}, depths {'-'.join(map(str, depths))},"
-        f" group width {group}; logits",
+        f"{title} (Radosavovic et al. 2020)",
         "RegNet",
         layer_type=layer_type,
         hidden_sizes=widths,
@@ -592,29 +598,24 @@ SIZE_VARIANT_MODELS: tuple[ZooModel, ...] = (
     _regnet("regnet-y-016", "RegNetY-1.6GF", "y", [48, 120, 336, 888], [2, 6, 17, 2], 24),
     _regnet("regnet-x-032", "RegNetX-3.2GF", "x", [96, 192, 432, 1008], [2, 6, 15, 2], 48),
     _regnet("regnet-y-080", "RegNetY-8.0GF", "y", [168, 448, 896, 2016], [2, 4, 10, 1], 56),
-    _training_classifier(
-        "swiftformer-s",
-        "vision-transformer",
-        "SwiftFormerForImageClassification(SwiftFormerConfig(depths=[3, 3, 9, 6],"
-        " embed_dims=[48, 64, 168, 224])): SwiftFormer-S (Shaker et al. 2023); logits",
-        "SwiftFormer",
-        depths=[3, 3, 9, 6],
-        embed_dims=[48, 64, 168, 224],
+    *(
+        _published_size(
+            name,
+            "vision-transformer",
+            f"{title} (Shaker et al. 2023)",
+            "SwiftFormer",
+            depths=depths,
+            embed_dims=widths,
+        )
+        for name, title, depths, widths in (
+            ("swiftformer-s", "SwiftFormer-S", [3, 3, 9, 6], [48, 64, 168, 224]),
+            ("swiftformer-l1", "SwiftFormer-L1", [4, 3, 10, 5], [48, 96, 192, 384]),
+        )
     ),
-    _training_classifier(
-        "swiftformer-l1",
-        "vision-transformer",
-        "SwiftFormerForImageClassification(SwiftFormerConfig(depths=[4, 3, 10, 5],"
-        " embed_dims=[48, 96, 192, 384])): SwiftFormer-L1 (Shaker et al. 2023); logits",
-        "SwiftFormer",
-        depths=[4, 3, 10, 5],
-        embed_dims=[48, 96, 192, 384],
-    ),
-    _training_classifier(
+    _published_size(
         "poolformer-m36",
         "vision-transformer",
-        "PoolFormerForImageClassification(PoolFormerConfig(hidden_sizes=[96, 192, 384, 768],"
-        " depths=[6, 6, 18, 6])): PoolFormer-M36 (Yu et al. 2022); logits",
+        "PoolFormer-M36 (Yu et al. 2022)",
         "PoolFormer",
         hidden_sizes=[96, 192, 384, 768],
         depths=[6, 6, 18, 6],
