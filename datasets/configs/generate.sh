@@ -52,3 +52,8 @@ dagopt generate configs --collection layout-xla --variant random --extra --graph
 # ResNet-18, PoolFormer-S12, CvT-13, DINOv2 ViT-B/14), for layout:xla:random only.
 dagopt generate configs --collection layout-xla --variant random --extra-wave 3 --graphs 69 \
   --out datasets/configs
+# Issue 20, 2026-11-27, wave 4: the other published sizes of wave 3's families with new conv
+# shapes (build.EXTRA_WAVES[3]: RegNetX-200MF/400MF/3.2GF, RegNetY-1.6GF/8.0GF, SwiftFormer-S/L1,
+# PoolFormer-M36), the first 72 of their 131 programs, for layout:xla:random only.
+dagopt generate configs --collection layout-xla --variant random --extra-wave 4 --graphs 72 \
+  --out datasets/configs
