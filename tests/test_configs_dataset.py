@@ -184,23 +184,29 @@ def test_a_later_extra_wave_leaves_the_earlier_plans_and_the_held_out_splits_alo
     assert result.exit_code == 2 and "--extra is wave 1" in result.output
 
 
+def _xla_programs_of_waves(root, waves):
+    """Every planned ``layout-xla`` program of the given waves (0: the original plan)."""
+    return [
+        graph
+        for wave in waves
+        for _, graph in plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=wave))
+    ]
+
+
+def _conv_shape(graph):
+    """Channels, window and stride of an ``xla`` program's convolution."""
+    return graph.ops[1].shape[:3], graph.ops[2].stride
+
+
 def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architecture_had(root):
     """``--extra-wave 3`` (issue 20): six ``xla``-only training backbones, none of a
     held-out family, whose 69 programs are all new and mostly of new conv shapes."""
     plan = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=3))
     assert len(plan) == 69 and {m for m, _ in plan} == set(EXTRA_WAVES[2]["layout-xla"])
     assert all(split_of("layout-xla", m) == "train" for m, _ in plan)
-    earlier = [
-        g
-        for wave in (0, 1, 2)
-        for _, g in plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=wave))
-    ]
+    earlier = _xla_programs_of_waves(root, (0, 1, 2))
     assert not {g.name for g in earlier} & {g.name for _, g in plan}
-
-    def conv(graph):  # channels, window and stride of an xla program's convolution
-        return graph.ops[1].shape[:3], graph.ops[2].stride
-
-    assert len({conv(g) for _, g in plan} - {conv(g) for g in earlier}) > 40
+    assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
     assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3)}) == 3
     for kind in ("tile", "layout-nlp"):
         with pytest.raises(InputError, match=f"no {kind} architectures"):
@@ -216,17 +222,9 @@ def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
     assert len(full) == 131 and plan == full[:72]
     assert Counter(m for m, _ in plan) == dict.fromkeys(EXTRA_WAVES[3]["layout-xla"], 9)
     assert all(split_of("layout-xla", m) == "train" for m, _ in full)
-    earlier = [
-        g
-        for wave in (0, 1, 2, 3)
-        for _, g in plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=wave))
-    ]
+    earlier = _xla_programs_of_waves(root, (0, 1, 2, 3))
     assert not {g.name for g in earlier} & {g.name for _, g in full}
-
-    def conv(graph):  # channels, window and stride of an xla program's convolution
-        return graph.ops[1].shape[:3], graph.ops[2].stride
-
-    assert len({conv(g) for _, g in plan} - {conv(g) for g in earlier}) > 40
+    assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
     assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3, 4)}) == 4
 
 

@@ -345,7 +345,7 @@ def test_model_files_round_trip(tmp_path):
 def test_merged_runs_average_all_their_members(tmp_path):
     """``dagopt train tgraph-ensemble`` (``merge_rankers``): the merged file predicts the
     mean over every member of its inputs (a 2-fold run and a single model: 3 members),
-    names its inputs in its meta; different configurations and fewer than two files are
+    names its inputs in its meta; mixed configurations and fewer than two files are
     one-line errors (exit 2)."""
     graph = graph_for("layout")
     a, b, c = (model_for(CONFIGS["tgraph-layout"], [graph], seed=s) for s in (1, 2, 3))
@@ -364,7 +364,7 @@ def test_merged_runs_average_all_their_members(tmp_path):
     assert [source["meta"]["seed"] for source in meta["merged_from"]] == [0, 1]
     save_model(tmp_path / "tile.pt", model_for(CONFIGS["tgraph-tile"], [graph_for("tile")]), {})
     for files, message in (
-        ([tmp_path / "run.pt", tmp_path / "tile.pt"], "different configurations"),
+        ([tmp_path / "run.pt", tmp_path / "tile.pt"], "models of one configuration"),
         ([tmp_path / "run.pt"], "at least two model files"),
     ):
         result = dagopt("train", "tgraph-ensemble", *files, "--out", tmp_path / "x.pt")

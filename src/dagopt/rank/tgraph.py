@@ -223,13 +223,11 @@ def merge_rankers(paths: Sequence[str | os.PathLike]) -> tuple[TGraphEnsemble, d
     """One ensemble of every member of the model files ``paths`` (runs of one recipe with
     other seeds, say: each seed draws its own K-fold split), and the meta that names
     them. ``predict`` averages over all members, as over one run's kept folds (section
-    2.5.3). Members must share one configuration."""
+    2.5.3). Members must share one configuration (``TGraphEnsemble.of`` checks)."""
     if len(paths) < 2:
         raise InputError("merging needs at least two model files")
     loaded = [_load_ranker_and_meta(path) for path in paths]
     members = [member for model, _ in loaded for member in _members(model)]
-    if any(m.config != members[0].config for m in members):
-        raise InputError("the model files hold models of different configurations")
     sources = [
         {"path": str(path), "meta": meta} for path, (_, meta) in zip(paths, loaded, strict=True)
     ]
