@@ -14,7 +14,8 @@ tile). Several folders on a side (e.g. the same run with other ``--seed`` values
 averaged graph by graph, so training noise does not decide the comparison. A row gives
 both means and the per-graph gain with the paired bootstrap interval of
 ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the graphs);
-``--per-graph`` then lists every graph's score in each folder; ``--graphs-matching``
+``--per-graph`` then lists every graph's score in each folder and each folder's mean
+(one seed's score, where a side holds several seeds); ``--graphs-matching``
 scores only the graphs whose name matches a regular expression (a subset of a split,
 such as the programs at some sequence lengths). ``--variants B A`` compares variant ``B``
 of the ``--before`` folders with variant ``A`` of the ``--after`` ones (say the TpuGraphs
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(markdown_rule("l" + "r" * len(works)))
         for graph, row in zip(graphs, scores.T, strict=True):
             print(markdown_row([graph.name, *(f"{x:.3f}" for x in row)]))
+        print(markdown_row(["mean", *(f"{x:.4f}" for x in scores.mean(axis=1))]))
     return 0
 
 
