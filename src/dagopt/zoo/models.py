@@ -108,7 +108,7 @@ def _register_tied_once(model: "torch.nn.Module") -> None:
         for child_name, child in list(parent._modules.items()):
             if child is None:
                 continue
-            if id(child) in seen_modules:
+            if id(child) in seen_modules and _holds_tensors(child):
                 del parent._modules[child_name]
                 object.__setattr__(parent, child_name, child)
             seen_modules.add(id(child))
@@ -122,6 +122,13 @@ def _register_tied_once(model: "torch.nn.Module") -> None:
                 continue
             del module._parameters[attr]
             module.register_forward_pre_hook(_TiedParameter(attr, *owners[id(param)]))
+
+
+def _holds_tensors(module: "torch.nn.Module") -> bool:
+    """Whether ``module`` has a parameter or buffer that ``torch.export`` could lift twice
+    (a shared pooling or flatten has none and stays registered everywhere, so a
+    ``ModuleList`` that holds it still iterates over it)."""
+    return any(True for _ in module.parameters()) or any(True for _ in module.buffers())
 
 
 @dataclass(frozen=True)
@@ -622,6 +629,57 @@ SIZE_VARIANT_MODELS: tuple[ZooModel, ...] = (
     ),
 )
 
+#: The published stage widths of PP-HGNetV2 B0-B6 (PaddleClas; timm's ``hgnetv2_b*``):
+#: stem widths, then per stage (input, mid, output) channels, blocks, downsampling, light
+#: blocks, window and layers per block; B0-B3 have learnable affine blocks.
+_HGNET_V2_STAGES = {
+    "b0": ((16, 16), ((16, 16, 64, 1, 0, 0, 3, 3), (64, 32, 256, 1, 1, 0, 3, 3),
+                      (256, 64, 512, 2, 1, 1, 5, 3), (512, 128, 1024, 1, 1, 1, 5, 3))),
+    "b1": ((24, 32), ((32, 32, 64, 1, 0, 0, 3, 3), (64, 48, 256, 1, 1, 0, 3, 3),
+                      (256, 96, 512, 2, 1, 1, 5, 3), (512, 192, 1024, 1, 1, 1, 5, 3))),
+    "b2": ((24, 32), ((32, 32, 96, 1, 0, 0, 3, 4), (96, 64, 384, 1, 1, 0, 3, 4),
+                      (384, 128, 768, 3, 1, 1, 5, 4), (768, 256, 1536, 1, 1, 1, 5, 4))),
+    "b3": ((24, 32), ((32, 32, 128, 1, 0, 0, 3, 5), (128, 64, 512, 1, 1, 0, 3, 5),
+                      (512, 128, 1024, 3, 1, 1, 5, 5), (1024, 256, 2048, 1, 1, 1, 5, 5))),
+    "b4": ((32, 48), ((48, 48, 128, 1, 0, 0, 3, 6), (128, 96, 512, 1, 1, 0, 3, 6),
+                      (512, 192, 1024, 3, 1, 1, 5, 6), (1024, 384, 2048, 1, 1, 1, 5, 6))),
+    "b5": ((32, 64), ((64, 64, 128, 1, 0, 0, 3, 6), (128, 128, 512, 2, 1, 0, 3, 6),
+                      (512, 256, 1024, 5, 1, 1, 5, 6), (1024, 512, 2048, 2, 1, 1, 5, 6))),
+    "b6": ((48, 96), ((96, 96, 192, 2, 0, 0, 3, 6), (192, 192, 512, 3, 1, 0, 3, 6),
+                      (512, 384, 1024, 6, 1, 1, 5, 6), (1024, 768, 2048, 3, 1, 1, 5, 6))),
+}  # fmt: skip
+
+
+def _hgnet_v2(size: str) -> ZooModel:
+    """PP-HGNetV2-``size`` (``_HGNET_V2_STAGES``) as a ``transformers`` classifier."""
+    stem, stages = _HGNET_V2_STAGES[size]
+    column = [list(values) for values in zip(*stages, strict=True)]
+    return _published_size(
+        f"hgnet-v2-{size}",
+        "cnn",
+        f"PP-HGNetV2-{size.upper()} (PaddleClas 2023)",
+        "HGNetV2",
+        stem_channels=[3, *stem],
+        stage_in_channels=column[0],
+        stage_mid_channels=column[1],
+        stage_out_channels=column[2],
+        hidden_sizes=column[2],
+        stage_num_blocks=column[3],
+        stage_downsample=[bool(x) for x in column[4]],
+        stage_light_block=[bool(x) for x in column[5]],
+        stage_kernel_size=column[6],
+        stage_numb_of_layers=column[7],
+        use_learnable_affine_block=size in ("b0", "b1", "b2", "b3"),
+    )
+
+
+#: PP-HGNetV2 B0-B6, a CNN family whose groups-1 convolutions (stems, 1 x 1
+#: aggregations, the first convolutions of light blocks) mostly have shapes no earlier
+#: training architecture had, and none of a held-out family: the measured configuration
+#: dataset's fifth wave (``dagopt.rank.configs.build.EXTRA_WAVES``, issue 20), exportable
+#: by name but neither in the catalogue nor held out.
+HGNET_V2_MODELS: tuple[ZooModel, ...] = tuple(_hgnet_v2(size) for size in _HGNET_V2_STAGES)
+
 _BY_NAME = {
     model.name: model
     for model in MODELS
@@ -630,6 +688,7 @@ _BY_NAME = {
     + PATCH_EMBEDDING_MODELS
     + CONV_SHAPE_MODELS
     + SIZE_VARIANT_MODELS
+    + HGNET_V2_MODELS
 }
 
 
