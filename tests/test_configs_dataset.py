@@ -175,8 +175,8 @@ def test_a_later_extra_wave_leaves_the_earlier_plans_and_the_held_out_splits_alo
     assert BuildOptions(extra=2).seed_offset not in (0, BuildOptions(extra=1).seed_offset)
     with pytest.raises(InputError, match="no layout-nlp architectures"):
         plan_graphs("layout-nlp", root, BuildOptions(graphs=4, extra=2))
-    with pytest.raises(InputError, match=r"the waves are 1\.\.4"):
-        BuildOptions(extra=5)
+    with pytest.raises(InputError, match=r"the waves are 1\.\.5"):
+        BuildOptions(extra=6)
     result = runner.invoke(
         app, ["generate", "configs", "--collection", "tile", "--extra", "--extra-wave", "2",
               "--out", str(root)],
@@ -226,6 +226,21 @@ def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
     assert not {g.name for g in earlier} & {g.name for _, g in full}
     assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
     assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3, 4)}) == 4
+
+
+def test_wave_5_adds_hgnet_v2_sizes_with_new_conv_shapes(root):
+    """``--extra-wave 5`` (issue 20): PP-HGNetV2 B0-B6, ``xla`` only, 147 new programs;
+    the 84 measured (``--graphs 84``) are twelve per size and most of their conv shapes
+    are new to waves 0-4."""
+    full = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=5))
+    plan = plan_graphs("layout-xla", root, BuildOptions(graphs=84, extra=5))
+    assert len(full) == 147 and plan == full[:84]
+    assert Counter(m for m, _ in plan) == dict.fromkeys(EXTRA_WAVES[4]["layout-xla"], 12)
+    assert all(split_of("layout-xla", m) == "train" for m, _ in full)
+    earlier = _xla_programs_of_waves(root, (0, 1, 2, 3, 4))
+    assert not {g.name for g in earlier} & {g.name for _, g in full}
+    assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
+    assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3, 4, 5)}) == 5
 
 
 def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):

@@ -25,7 +25,12 @@ from dagopt.zoo import (
     get_model,
     model_names,
 )
-from dagopt.zoo.models import CONV_SHAPE_MODELS, PATCH_EMBEDDING_MODELS, SIZE_VARIANT_MODELS
+from dagopt.zoo.models import (
+    CONV_SHAPE_MODELS,
+    HGNET_V2_MODELS,
+    PATCH_EMBEDDING_MODELS,
+    SIZE_VARIANT_MODELS,
+)
 
 runner = CliRunner()
 
@@ -303,6 +308,27 @@ def test_size_variant_models_have_the_published_parameter_counts():
     assert [m.name for m in SIZE_VARIANT_MODELS] == list(counts)
     _assert_training_only_with_counts(counts)
     module, inputs = get_model("regnet-x-002").build("small")
+    assert module(*inputs).shape == (1, 1000)
+
+
+def test_hgnet_v2_models_have_the_published_backbones():
+    """The configuration dataset's wave 5, PP-HGNetV2 B0-B6 at 224 px: ``transformers``'
+    classifier pools the last stage straight into the 1000-class layer, where PaddleClas'
+    head first widens it to 2048 channels with a 1 x 1 convolution; with that head the
+    counts are the published 6.0, 6.3, 11.2, 16.3, 19.8, 39.6 and 75.3 M parameters. The
+    64 px build runs: its classifier head is a ``ModuleList`` whose pooling is shared
+    with the model, which the zoo's tied-module handling must leave registered."""
+    published = {"b0": 6.0, "b1": 6.3, "b2": 11.2, "b3": 16.3, "b4": 19.8, "b5": 39.6, "b6": 75.3}
+    counts = {}
+    for model in HGNET_V2_MODELS:
+        module, _ = model.build("large")
+        width = module.model.fc.in_features
+        counts[model.name] = sum(p.numel() for p in module.parameters())
+        with_head = counts[model.name] + width * 2048 + (2048 - width) * 1000
+        assert round(with_head / 1e6, 1) == published[model.name.removeprefix("hgnet-v2-")]
+    assert [m.name for m in HGNET_V2_MODELS] == [f"hgnet-v2-{size}" for size in published]
+    _assert_training_only_with_counts(counts)
+    module, inputs = get_model("hgnet-v2-b0").build("small")
     assert module(*inputs).shape == (1, 1000)
 
 
