@@ -9,6 +9,7 @@ import importlib.util
 import inspect
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPTS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
@@ -55,3 +56,43 @@ def test_learning_curve_runs_resumes_and_refuses_bad_sizes(tmp_path, capsys):
     assert script.main(argv) == 0  # resumed: the same table from the finished runs
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")] == rows
     assert script.main([*common, "--sizes", "13"]) == 2  # fold 0 holds 3 of 15: 12 left
+
+
+def test_heldout_programs_rebuild_each_runs_k_fold_split(tmp_path, capsys):
+    """``tgraph_heldout_programs.py`` on a SYNTHETIC collection: each fold model's mean
+    over the programs the script says it held out is the validation score its training
+    logged (the split is rebuilt, not guessed); a run against itself gains 0; unpaired
+    runs are exit 2."""
+    from dagopt.generate.tpugraphs import write_synthetic_collection
+    from dagopt.nn.tgraph.config import TGraphConfig
+    from dagopt.train.tgraph import (
+        TGraphTrainConfig,
+        fold_of,
+        load_graphs,
+        read_metrics,
+        train_tgraph,
+    )
+
+    write_synthetic_collection(tmp_path, "layout:xla:random", graphs={"train": 8}, num_configs=16)
+    config = TGraphTrainConfig(
+        collection="layout:xla:random", data=str(tmp_path), splits=["train"], epochs=1,
+        folds=4, train_folds=2, keep_folds=2, validation_permutations=1, seed=3,
+        model=TGraphConfig(kind="layout", hidden=16),
+    )  # fmt: skip
+    run = tmp_path / "run"
+    train_tgraph(run, config)
+    script = load(SCRIPTS[0].parent / "tgraph_heldout_programs.py")
+    scores = script.held_out_scores(run, None, tta=1)
+    graphs = load_graphs(tmp_path, "layout:xla:random", ["train"])
+    fold = fold_of(graphs, 4, 3)
+    assert set(scores) == {g.name for g, f in zip(graphs, fold, strict=True) if f < 2}
+    for k in (0, 1):
+        held = [scores[g.name] for g, f in zip(graphs, fold, strict=True) if f == k]
+        logged = max(row.best_validation_score for row in read_metrics(run / f"fold-{k}"))
+        assert np.mean(held) == pytest.approx(logged, abs=1e-9)
+    assert script.main(["--before", str(run), "--after", str(run), "--tta", "1"]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 4 ")]
+    assert row and "+0.0000" in row[0].split(" | ")[-1]
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--before", str(run), str(run), "--after", str(run)])
+    assert exit_info.value.code == 2
