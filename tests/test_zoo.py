@@ -313,23 +313,28 @@ def test_size_variant_models_have_the_published_parameter_counts():
 
 def test_hgnet_v2_models_have_the_published_backbones():
     """The configuration dataset's wave 5, PP-HGNetV2 B0-B6 at 224 px: ``transformers``'
-    classifier pools the last stage straight into the 1000-class layer, where PaddleClas'
-    head first widens it to 2048 channels with a 1 x 1 convolution; with that head the
-    counts are the published 6.0, 6.3, 11.2, 16.3, 19.8, 39.6 and 75.3 M parameters. The
-    64 px build runs: its classifier head is a ``ModuleList`` whose pooling is shared
-    with the model, which the zoo's tied-module handling must leave registered."""
-    published = {"b0": 6.0, "b1": 6.3, "b2": 11.2, "b3": 16.3, "b4": 19.8, "b5": 39.6, "b6": 75.3}
-    counts = {}
-    for model in HGNET_V2_MODELS:
-        module, _ = model.build("large")
-        width = module.model.fc.in_features
-        counts[model.name] = sum(p.numel() for p in module.parameters())
-        with_head = counts[model.name] + width * 2048 + (2048 - width) * 1000
-        assert round(with_head / 1e6, 1) == published[model.name.removeprefix("hgnet-v2-")]
-    assert [m.name for m in HGNET_V2_MODELS] == [f"hgnet-v2-{size}" for size in published]
-    _assert_training_only_with_counts(counts)
+    classifier pools the last stage (``width`` channels) straight into the 1000-class
+    layer, where PaddleClas' head first widens it to 2048 channels with a 1 x 1
+    convolution; with that head the counts are the published 6.0, 6.3, 11.2, 16.3, 19.8,
+    39.6 and 75.3 M parameters. The 64 px build runs: its classifier head is a
+    ``ModuleList`` whose pooling is shared with the model, which the zoo's tied-module
+    handling must leave registered."""
+    counts = {  # name: (parameters without PaddleClas' head, width, published M with it)
+        "hgnet-v2-b0": (2_875_396, 1024, 6.0),
+        "hgnet-v2-b1": (3_222_004, 1024, 6.3),
+        "hgnet-v2-b2": (7_563_626, 1536, 11.2),
+        "hgnet-v2-b3": (12_097_910, 2048, 16.3),
+        "hgnet-v2-b4": (15_602_376, 2048, 19.8),
+        "hgnet-v2-b5": (35_374_760, 2048, 39.6),
+        "hgnet-v2-b6": (71_062_472, 2048, 75.3),
+    }
+    for count, width, published in counts.values():
+        assert round((count + width * 2048 + (2048 - width) * 1000) / 1e6, 1) == published
+    assert [m.name for m in HGNET_V2_MODELS] == list(counts)
+    _assert_training_only_with_counts({name: c for name, (c, _, _) in counts.items()})
     module, inputs = get_model("hgnet-v2-b0").build("small")
     assert module(*inputs).shape == (1, 1000)
+    assert module.model.fc.in_features == counts["hgnet-v2-b0"][1]
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():

@@ -15,6 +15,7 @@ catalogue can be listed cheaply.
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from dagopt.errors import InputError
@@ -128,7 +129,7 @@ def _holds_tensors(module: "torch.nn.Module") -> bool:
     """Whether ``module`` has a parameter or buffer that ``torch.export`` could lift twice
     (a shared pooling or flatten has none and stays registered everywhere, so a
     ``ModuleList`` that holds it still iterates over it)."""
-    return any(True for _ in module.parameters()) or any(True for _ in module.buffers())
+    return next(chain(module.parameters(), module.buffers()), None) is not None
 
 
 @dataclass(frozen=True)
