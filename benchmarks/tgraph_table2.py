@@ -22,8 +22,8 @@ paper's numbers (its Table 2: validation scores on TpuGraphs, TPU v3), not measu
 here. The retest ceiling is the mean ``retest_tau`` of the scored graphs in the
 collection's ``measurements.json`` (the measured dataset records it; TpuGraphs has
 none).
-``--numeric-features`` and ``--physical-layout`` set the TGraph columns' options of
-those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
+``--numeric-features``, ``--physical-layout`` and ``--readout`` set the TGraph columns'
+options of those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 
@@ -46,7 +46,7 @@ from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
-from dagopt.nn.tgraph.config import NUMERIC_FEATURES, TGraphConfig, baseline_config
+from dagopt.nn.tgraph.config import NUMERIC_FEATURES, READOUTS, TGraphConfig, baseline_config
 from dagopt.rank.tgraph import evaluate, graph_scores, load_ranker
 from dagopt.train.tgraph import (
     RECIPES,
@@ -67,18 +67,20 @@ PAPER = {
 VARIANTS = ("baseline-tpugraphs", "baseline", "tgraph-no-cross", "tgraph")
 
 
-def model_config(
-    variant: str, kind: str, hidden: int, numeric: str, physical: bool
-) -> TGraphConfig:
-    """A column's model; ``physical`` switches ``physical_layout`` on for layout TGraphs."""
+def model_config(variant: str, kind: str, args: argparse.Namespace) -> TGraphConfig:
+    """A column's model: the baseline's own, or TGraph of ``--hidden`` with the options
+    ``--numeric-features``, and for layout collections ``--physical-layout`` and
+    ``--readout``."""
     if variant.startswith("baseline"):
         return baseline_config(kind)
+    layout = kind == "layout"
     return TGraphConfig(
         kind=kind,
-        hidden=hidden,
+        hidden=args.hidden,
         cross_attention=variant == "tgraph",
-        numeric_features=numeric,
-        physical_layout=physical and kind == "layout",
+        numeric_features=args.numeric_features,
+        physical_layout=args.physical_layout and layout,
+        readout=args.readout if layout else "mean",
     )
 
 
@@ -128,6 +130,12 @@ def main(argv: list[str] | None = None) -> int:
         "--physical-layout",
         action="store_true",
         help="layout TGraphs also read the physical-layout features (beyond the paper)",
+    )
+    parser.add_argument(
+        "--readout",
+        choices=READOUTS,
+        default="mean",
+        help="layout TGraphs' readout: eq. 7's mean pooling or a log-sum-exp of node scores",
     )
     parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
@@ -183,9 +191,7 @@ def main(argv: list[str] | None = None) -> int:
                 collection=collection,
                 data=str(data),
                 splits=tuple(args.train_splits),
-                model=model_config(
-                    variant, kind, args.hidden, args.numeric_features, args.physical_layout
-                ),
+                model=model_config(variant, kind, args),
                 epochs=TPUGRAPHS_RECIPE[kind].epochs if official else args.epochs,
                 max_steps=args.max_steps,
                 recipe=recipe,

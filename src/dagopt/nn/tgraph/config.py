@@ -9,6 +9,7 @@ KINDS = ("layout", "tile")
 ARCHITECTURES = ("tgraph", "tpugraphs-baseline")
 AGGREGATIONS = ("paper", "pyg")
 NUMERIC_FEATURES = ("raw", "log")
+READOUTS = ("mean", "logsumexp")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,10 @@ class TGraphConfig(Config):
     paper) adds what each configuration does physically: the extents of each layout
     slot's minor dimensions, the vector lanes of the minor one, and whether an operand
     is read in a layout other than its producer's (``dagopt.nn.tgraph.physical``).
+    ``readout`` is eq. 7's (``mean``: global mean pooling, then a linear score) or, for
+    layout TGraphs (beyond the paper), ``logsumexp``: a linear score per node, read as
+    the log of that node's share of the runtime, and the graph's score the log of their
+    sum (``dagopt.nn.tgraph.model``).
     """
 
     kind: str = "layout"
@@ -43,6 +48,7 @@ class TGraphConfig(Config):
     opcode_embedding: int = 16
     numeric_features: str = "raw"
     physical_layout: bool = False
+    readout: str = "mean"
 
     def __post_init__(self) -> None:
         for name, value, known in (
@@ -50,6 +56,7 @@ class TGraphConfig(Config):
             ("architecture", self.architecture, ARCHITECTURES),
             ("aggregation", self.aggregation, AGGREGATIONS),
             ("numeric_features", self.numeric_features, NUMERIC_FEATURES),
+            ("readout", self.readout, READOUTS),
         ):
             if value not in known:
                 raise InputError(f"model {name} must be one of {', '.join(known)}, got {value!r}")
@@ -59,6 +66,8 @@ class TGraphConfig(Config):
                 raise InputError(f"model option {name!r} must be >= 1")
         if self.physical_layout and (self.kind != "layout" or self.architecture != "tgraph"):
             raise InputError("physical_layout is an option of layout TGraph models")
+        if self.readout != "mean" and (self.kind != "layout" or self.architecture != "tgraph"):
+            raise InputError("a logsumexp readout is an option of layout TGraph models")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 

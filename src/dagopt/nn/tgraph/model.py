@@ -23,6 +23,12 @@ axis, so cross-configuration attention (eq. 6) is a softmax over axis 0 and PyG'
   score per configuration. Tile (2.2.5, late fusion): the pooled graph state joins an
   embedding of ``config_feat`` (linear + GELU), a linear + GELU layer fuses them, and
   with cross-attention on, eq. 6 is applied across the configurations there.
+- readout ``logsumexp`` (layout, beyond the paper): ``f_out`` scores every node and the
+  configuration's score is ``log sum_i exp(f_out(h_i))``. A program's runtime is the sum
+  of its ops' times and each op's time is a product (elements x cost per element x a
+  layout's penalty), so a node's score can be the log of its time, a sum of log terms
+  (with ``numeric_features="log"``, of log sizes); mean pooling then a linear layer has
+  to build each op's time on a linear scale instead.
 """
 
 import torch
@@ -137,6 +143,8 @@ class TGraphNet(nn.Module):
         edges = undirected(graph.edge_index)
         for block in self.blocks:
             h = block(h, edges)
+        if self.config.readout == "logsumexp":
+            return torch.logsumexp(self.out(h).squeeze(-1), dim=1)
         pooled = h.mean(dim=1)  # (b or 1, width)
         if self.config_in is None:
             tiles = F.gelu(self.tile_in(configs))
