@@ -55,6 +55,7 @@ CONFIGS = {
     "tgraph-layout": TGraphConfig(**SMALL),
     "tgraph-layout-no-cross-pyg": TGraphConfig(**SMALL, cross_attention=False, aggregation="pyg"),
     "tgraph-layout-physical": TGraphConfig(**SMALL, physical_layout=True),
+    "tgraph-layout-logsumexp": TGraphConfig(**SMALL, readout="logsumexp", numeric_features="log"),
     "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
     "baseline-layout": baseline_config("layout"),
     "baseline-tile": baseline_config("tile"),
@@ -165,6 +166,34 @@ def test_physical_layout_is_a_layout_tgraph_option():
         TGraphConfig(architecture="tpugraphs-baseline", physical_layout=True)
 
 
+def test_logsumexp_readout_is_the_log_of_a_sum_of_node_scores():
+    """With the same weights, the mean readout is ``f_out(mean_i h_i)``, the other
+    ``log sum_i exp(f_out(h_i))``: ``f_out`` is affine, so a node's share can be read
+    back from the two, and one node's score dominating its sum dominates the readout."""
+    graph = graph_for("layout")
+    lse = model_for(CONFIGS["tgraph-layout-logsumexp"], [graph])
+    mean = TGraphRanker(dataclasses.replace(lse.config, readout="mean"))
+    mean.load_state_dict(lse.state_dict())
+    net, configs = lse.net, graph.configs(np.arange(6))
+    node_scores = []
+    net.out.register_forward_hook(lambda module, inputs, output: node_scores.append(output))
+    with torch.no_grad():
+        got = lse(graph.tensors, configs)
+        pooled = mean(graph.tensors, configs)
+    per_node = node_scores[0].squeeze(-1)  # (6 configurations, nodes)
+    assert per_node.shape == (6, graph.tensors.num_nodes)
+    torch.testing.assert_close(got, torch.logsumexp(per_node, dim=1))
+    torch.testing.assert_close(pooled, per_node.mean(dim=1))  # the same f_out, averaged
+
+
+def test_logsumexp_readout_is_a_layout_tgraph_option():
+    with pytest.raises(InputError, match="readout must be one of mean, logsumexp"):
+        TGraphConfig(readout="max")
+    for other in ({"kind": "tile"}, {"architecture": "tpugraphs-baseline"}):
+        with pytest.raises(InputError, match="logsumexp readout"):
+            TGraphConfig(**other, readout="logsumexp")
+
+
 def test_cross_config_attention_is_eq_6():
     layer = CrossConfigAttention(temperature=2.0)
     x = torch.randn(5, 3, 4)
@@ -243,7 +272,14 @@ def test_the_tpugraphs_recipe_stops_early_and_resumes_stopped(tmp_path, monkeypa
 
 
 @pytest.mark.parametrize(
-    "name", ["tgraph-layout", "tgraph-layout-physical", "tgraph-tile", "baseline-layout"]
+    "name",
+    [
+        "tgraph-layout",
+        "tgraph-layout-physical",
+        "tgraph-layout-logsumexp",
+        "tgraph-tile",
+        "baseline-layout",
+    ],
 )
 def test_one_training_step_lowers_the_loss(name):
     config = CONFIGS[name]
