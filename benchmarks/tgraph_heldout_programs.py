@@ -24,6 +24,7 @@ added data) are not compared.
 import argparse
 import json
 import sys
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -35,11 +36,18 @@ from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import fold_of, load_graphs
 
 
+@cache
+def _training_programs(data: str, collection: str, splits: tuple[str, ...]):
+    """``load_graphs`` once per data folder and splits: runs of one side share them."""
+    return load_graphs(data, collection, splits)
+
+
 def held_out_scores(run: Path, data: Path | None, tta: int) -> dict[str, float]:
     """Each training program of ``run`` that one of its fold models held out, with that
     model's score on it."""
     config = json.loads((run / "config.json").read_text())
-    graphs = load_graphs(data or config["data"], config["collection"], config["splits"])
+    source = str(data or config["data"])
+    graphs = _training_programs(source, config["collection"], tuple(config["splits"]))
     fold = fold_of(graphs, config["folds"], config["seed"])
     scores = {}
     for k in range(config["folds"]):

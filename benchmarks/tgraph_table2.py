@@ -23,7 +23,8 @@ here. The retest ceiling is the mean ``retest_tau`` of the scored graphs in the
 collection's ``measurements.json`` (the measured dataset records it; TpuGraphs has
 none).
 ``--numeric-features``, ``--physical-layout`` and ``--readout`` set the TGraph columns'
-options of those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps its own.
+options of those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps
+its own.
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 

@@ -167,9 +167,8 @@ def test_physical_layout_is_a_layout_tgraph_option():
 
 
 def test_logsumexp_readout_is_the_log_of_a_sum_of_node_scores():
-    """With the same weights, the mean readout is ``f_out(mean_i h_i)``, the other
-    ``log sum_i exp(f_out(h_i))``: ``f_out`` is affine, so a node's share can be read
-    back from the two, and one node's score dominating its sum dominates the readout."""
+    """With the same weights, the mean readout is ``f_out(mean_i h_i)`` (``f_out`` is
+    affine: the mean of the node scores) and the other ``log sum_i exp(f_out(h_i))``."""
     graph = graph_for("layout")
     lse = model_for(CONFIGS["tgraph-layout-logsumexp"], [graph])
     mean = TGraphRanker(dataclasses.replace(lse.config, readout="mean"))

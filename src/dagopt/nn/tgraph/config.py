@@ -64,10 +64,13 @@ class TGraphConfig(Config):
         for name in sizes:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"model option {name!r} must be >= 1")
-        if self.physical_layout and (self.kind != "layout" or self.architecture != "tgraph"):
-            raise InputError("physical_layout is an option of layout TGraph models")
-        if self.readout != "mean" and (self.kind != "layout" or self.architecture != "tgraph"):
-            raise InputError("a logsumexp readout is an option of layout TGraph models")
+        if self.kind != "layout" or self.architecture != "tgraph":
+            for option, used in (
+                ("physical_layout", self.physical_layout),
+                ("a logsumexp readout", self.readout != "mean"),
+            ):
+                if used:
+                    raise InputError(f"{option} is an option of layout TGraph models")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 
