@@ -199,8 +199,8 @@ def _conv_shape(graph):
 
 
 def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architecture_had(root):
-    """``--extra-wave 3`` (issue 20): six ``xla``-only training backbones, none of a
-    held-out family, whose 69 programs are all new and mostly of new conv shapes."""
+    """``--extra-wave 3`` (issue 20): six training backbones (``xla`` and tile), none of
+    a held-out family, whose 69 programs are all new and mostly of new conv shapes."""
     plan = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=3))
     assert len(plan) == 69 and {m for m, _ in plan} == set(EXTRA_WAVES[2]["layout-xla"])
     assert all(split_of("layout-xla", m) == "train" for m, _ in plan)
@@ -208,13 +208,12 @@ def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architectur
     assert not {g.name for g in earlier} & {g.name for _, g in plan}
     assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
     assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3)}) == 3
-    for kind in ("tile", "layout-nlp"):
-        with pytest.raises(InputError, match=f"no {kind} architectures"):
-            plan_graphs(kind, root, BuildOptions(graphs=4, extra=3))
+    with pytest.raises(InputError, match="no layout-nlp architectures"):
+        plan_graphs("layout-nlp", root, BuildOptions(graphs=4, extra=3))
 
 
 def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
-    """``--extra-wave 4`` (issue 20): eight ``xla``-only published sizes of wave 3's
+    """``--extra-wave 4`` (issue 20): eight published sizes of wave 3's
     families, 131 new programs; the 72 measured (``--graphs 72``) are nine per backbone
     and most of their conv shapes are new."""
     full = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=4))
@@ -226,6 +225,25 @@ def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
     assert not {g.name for g in earlier} & {g.name for _, g in full}
     assert len({_conv_shape(g) for _, g in plan} - {_conv_shape(g) for g in earlier}) > 40
     assert len({BuildOptions(extra=w).seed_offset for w in (1, 2, 3, 4)}) == 4
+
+
+def test_waves_3_and_4_add_tile_kernels_no_earlier_training_architecture_had(root):
+    """Tile gets waves 3 and 4 too (issue 20): every kernel of their 14 backbones is in
+    ``train``, 95 and 152 in all, over 70 % of them shapes (op, channels, window, stride,
+    size) no earlier plan had; ``--graphs 80`` of wave 4 takes ten of each backbone."""
+    earlier = {
+        kernel
+        for options in (BuildOptions(graphs=10**6, extra=w) for w in (0, 1, 2))
+        for _, kernel in plan_graphs("tile", root, options)
+    }
+    for wave, total in ((3, 95), (4, 152)):
+        plan = plan_graphs("tile", root, BuildOptions(graphs=10**6, extra=wave))
+        assert len(plan) == total and {m for m, _ in plan} == set(EXTRA_WAVES[wave - 1]["tile"])
+        assert all(split_of("tile", m) == "train" for m, _ in plan)
+        assert len({k for _, k in plan} - earlier) > 0.7 * total
+        earlier |= {k for _, k in plan}
+    plan = plan_graphs("tile", root, BuildOptions(graphs=80, extra=4))
+    assert Counter(m for m, _ in plan) == dict.fromkeys(EXTRA_WAVES[3]["tile"], 10)
 
 
 def test_wave_5_adds_hgnet_v2_sizes_with_new_conv_shapes(root):
