@@ -57,8 +57,3 @@ dagopt generate configs --collection layout-xla --variant random --extra-wave 3 
 # PoolFormer-M36), the first 72 of their 131 programs, for layout:xla:random only.
 dagopt generate configs --collection layout-xla --variant random --extra-wave 4 --graphs 72 \
   --out datasets/configs
-# Issue 20, 2026-11-27 (late): waves 3 and 4 for tile too, 77 kernels of wave 3's six
-# backbones (at most 17 each) and ten of each of wave 4's eight (docs/results.md,
-# "Waves 3 and 4 for tile").
-dagopt generate configs --collection tile --extra-wave 3 --graphs 95 --out datasets/configs
-dagopt generate configs --collection tile --extra-wave 4 --graphs 80 --out datasets/configs
