@@ -213,9 +213,9 @@ def test_wave_3_adds_xla_programs_of_conv_shapes_no_earlier_training_architectur
 
 
 def test_wave_4_adds_other_sizes_of_wave_3_families_with_new_conv_shapes(root):
-    """``--extra-wave 4`` (issue 20): eight published sizes of wave 3's
-    families, 131 new programs; the 72 measured (``--graphs 72``) are nine per backbone
-    and most of their conv shapes are new."""
+    """``--extra-wave 4`` (issue 20): eight published sizes of wave 3's families, 131
+    new programs; the 72 measured (``--graphs 72``) are nine per backbone and most of
+    their conv shapes are new."""
     full = plan_graphs("layout-xla", root, BuildOptions(graphs=10**6, extra=4))
     plan = plan_graphs("layout-xla", root, BuildOptions(graphs=72, extra=4))
     assert len(full) == 131 and plan == full[:72]

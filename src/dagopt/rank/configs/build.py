@@ -77,10 +77,10 @@ EXTRA_WAVES = (
 """The training architectures of ``--extra-wave 1, 2, ...``: wave 2 (issue 20) holds
 vision transformers whose convolutions have stride = window (``dagopt.zoo.models.
 PATCH_EMBEDDING_MODELS``), a kind of layer no earlier training architecture had; wave 3
-(issue 20, ``xla`` and, later, tile) CNN and hybrid backbones whose convolutions have
-channel counts and windows no earlier one had (``dagopt.zoo.models.CONV_SHAPE_MODELS``);
-wave 4 (issue 20, ``xla`` and, later, tile) other published sizes of wave 3's families,
-again with new convolution shapes (``dagopt.zoo.models.SIZE_VARIANT_MODELS``); wave 5
+(issue 20, ``xla``; tile's kernels measured, not shipped) CNN and hybrid backbones whose
+convolutions have channel counts and windows no earlier one had (``dagopt.zoo.models.
+CONV_SHAPE_MODELS``); wave 4 (issue 20, likewise) other published sizes of wave 3's
+families, again with new convolution shapes (``dagopt.zoo.models.SIZE_VARIANT_MODELS``); wave 5
 (issue 20, ``xla`` only) a CNN family of new convolution shapes, PP-HGNetV2 B0-B6
 (``dagopt.zoo.models.HGNET_V2_MODELS``)."""
 EXTRA_SEEDS = (1000, 3000, 4000, 5000, 6000)
