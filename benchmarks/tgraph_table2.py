@@ -22,9 +22,9 @@ paper's numbers (its Table 2: validation scores on TpuGraphs, TPU v3), not measu
 here. The retest ceiling is the mean ``retest_tau`` of the scored graphs in the
 collection's ``measurements.json`` (the measured dataset records it; TpuGraphs has
 none).
-``--numeric-features``, ``--physical-layout`` and ``--readout`` set the TGraph columns'
-options of those names (``dagopt.nn.tgraph.config.TGraphConfig``); the baseline keeps
-its own.
+``--numeric-features``, ``--physical-layout``, ``--readout`` and ``--tile-extents`` set
+the TGraph columns' options of those names (``dagopt.nn.tgraph.config.TGraphConfig``);
+the baseline keeps its own.
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 
@@ -70,8 +70,8 @@ VARIANTS = ("baseline-tpugraphs", "baseline", "tgraph-no-cross", "tgraph")
 
 def model_config(variant: str, kind: str, args: argparse.Namespace) -> TGraphConfig:
     """A column's model: the baseline's own, or TGraph of ``--hidden`` with the options
-    ``--numeric-features``, and for layout collections ``--physical-layout`` and
-    ``--readout``."""
+    ``--numeric-features``, for layout collections ``--physical-layout`` and
+    ``--readout``, for tile ones ``--tile-extents``."""
     if variant.startswith("baseline"):
         return baseline_config(kind)
     layout = kind == "layout"
@@ -82,6 +82,7 @@ def model_config(variant: str, kind: str, args: argparse.Namespace) -> TGraphCon
         numeric_features=args.numeric_features,
         physical_layout=args.physical_layout and layout,
         readout=args.readout if layout else "mean",
+        tile_extents=args.tile_extents and not layout,
     )
 
 
@@ -137,6 +138,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=READOUTS,
         default="mean",
         help="layout TGraphs' readout: eq. 7's mean pooling or a log-sum-exp of node scores",
+    )
+    parser.add_argument(
+        "--tile-extents",
+        action="store_true",
+        help="tile TGraphs also read each tile size's count and tail (beyond the paper)",
     )
     parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"

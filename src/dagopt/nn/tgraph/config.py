@@ -34,7 +34,9 @@ class TGraphConfig(Config):
     ``readout`` is eq. 7's (``mean``: global mean pooling, then a linear score) or, for
     layout TGraphs (beyond the paper), ``logsumexp``: a linear score per node, read as
     the log of that node's share of the runtime, and the graph's score the log of their
-    sum (``dagopt.nn.tgraph.model``).
+    sum (``dagopt.nn.tgraph.model``). ``tile_extents`` (tile TGraphs, beyond the paper)
+    adds how each tile size covers the extent it splits: the number of tiles and the
+    partial last tile's share (``dagopt.nn.tgraph.tile_extents``).
     """
 
     kind: str = "layout"
@@ -49,6 +51,7 @@ class TGraphConfig(Config):
     numeric_features: str = "raw"
     physical_layout: bool = False
     readout: str = "mean"
+    tile_extents: bool = False
 
     def __post_init__(self) -> None:
         for name, value, known in (
@@ -71,6 +74,8 @@ class TGraphConfig(Config):
             ):
                 if used:
                     raise InputError(f"{option} is an option of layout TGraph models")
+        if self.tile_extents and (self.kind != "tile" or self.architecture != "tgraph"):
+            raise InputError("tile_extents is an option of tile TGraph models")
         if self.cross_attention and self.hidden % 2:
             raise InputError("hidden must be even with cross_attention (eq. 3 concatenates)")
 

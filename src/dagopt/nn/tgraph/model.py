@@ -22,7 +22,9 @@ axis, so cross-configuration attention (eq. 6) is a softmax over axis 0 and PyG'
 - readout (eq. 7): global mean pooling over nodes, then ``f_out``, a linear layer to one
   score per configuration. Tile (2.2.5, late fusion): the pooled graph state joins an
   embedding of ``config_feat`` (linear + GELU), a linear + GELU layer fuses them, and
-  with cross-attention on, eq. 6 is applied across the configurations there.
+  with cross-attention on, eq. 6 is applied across the configurations there. With
+  ``tile_extents`` (beyond the paper) the embedding also reads each tile size's count
+  and tail against the extent it splits (``dagopt.nn.tgraph.tile_extents``).
 - readout ``logsumexp`` (layout, beyond the paper): ``f_out`` scores every node and the
   configuration's score is ``log sum_i exp(f_out(h_i))``. A program's runtime is the sum
   of its ops' times and each op's time is a product (elements x cost per element x a
@@ -48,6 +50,7 @@ from dagopt.nn.layers.squeeze_excitation import SqueezeExcitation
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.features import LAYOUT_VALUES, NUM_OPCODES, GraphTensors
 from dagopt.nn.tgraph.physical import PHYSICAL_FEATURES, physical_features
+from dagopt.nn.tgraph.tile_extents import TILE_EXTENT_FEATURES
 
 CROSS_TEMPERATURE = 0.5  # eq. 6's T at initialisation (the paper gives none; see docs)
 NUMERIC = LAYOUT_COLUMNS.start  # node_feat[:134] is numeric, node_feat[134:] layouts
@@ -116,7 +119,8 @@ class TGraphNet(nn.Module):
         self.blocks = nn.ModuleList(TGraphBlock(config) for _ in range(config.blocks))
         if config.kind == "tile":
             fused = width // 2 if config.cross_attention else width
-            self.tile_in = nn.Linear(TILE_CONFIG_FEATURES, width)
+            extents = TILE_EXTENT_FEATURES if config.tile_extents else 0
+            self.tile_in = nn.Linear(TILE_CONFIG_FEATURES + extents, width)
             self.fuse = nn.Linear(2 * width, fused)
             self.tile_cross = (
                 CrossConfigAttention(CROSS_TEMPERATURE) if config.cross_attention else None

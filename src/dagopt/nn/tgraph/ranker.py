@@ -22,6 +22,7 @@ from dagopt.nn.tgraph.baseline import TpuGraphsBaseline
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.features import GraphTensors, numeric_features, scaled
 from dagopt.nn.tgraph.model import NUMERIC, TGraphNet
+from dagopt.nn.tgraph.tile_extents import tile_extent_features
 
 
 @model_format("tgraph", TGraphConfig)
@@ -57,8 +58,11 @@ class TGraphRanker(nn.Module):
         numeric = (numeric - self.feat_mean) / self.feat_scale
         feat = torch.cat([numeric, feat[:, NUMERIC:]], dim=1)
         if self.config.kind == "tile":
+            raw = configs
             configs = scaled(configs, self.config.numeric_features) - self.config_mean
             configs = configs / self.config_scale
+            if self.config.tile_extents:
+                configs = torch.cat([configs, tile_extent_features(graph, raw)], dim=1)
         return self.net(graph, feat, configs)
 
 
