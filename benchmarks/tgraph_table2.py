@@ -24,7 +24,8 @@ collection's ``measurements.json`` (the measured dataset records it; TpuGraphs h
 none).
 ``--numeric-features``, ``--physical-layout``, ``--readout`` and ``--tile-extents`` set
 the TGraph columns' options of those names (``dagopt.nn.tgraph.config.TGraphConfig``);
-the baseline keeps its own.
+the baseline keeps its own. ``--pair-weights`` weighs eq. 8's pairs of the TGraph
+columns (``TGraphTrainConfig.pair_weights``).
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 
@@ -48,6 +49,7 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
 from dagopt.nn.tgraph.config import NUMERIC_FEATURES, READOUTS, TGraphConfig, baseline_config
+from dagopt.nn.tgraph.loss import PAIR_WEIGHTS
 from dagopt.rank.tgraph import evaluate, graph_scores, load_ranker
 from dagopt.train.tgraph import (
     RECIPES,
@@ -145,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         help="tile TGraphs also read each tile size's count and tail (beyond the paper)",
     )
     parser.add_argument(
+        "--pair-weights",
+        choices=PAIR_WEIGHTS,
+        default="uniform",
+        help="TGraph's eq. 8 pairs: uniform, or by log runtime ratio (beyond the paper)",
+    )
+    parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
     )
     parser.add_argument("--tta", type=int, default=10)
@@ -202,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 epochs=TPUGRAPHS_RECIPE[kind].epochs if official else args.epochs,
                 max_steps=args.max_steps,
                 recipe=recipe,
+                pair_weights=args.pair_weights if variant.startswith("tgraph") else "uniform",
                 folds=args.folds,
                 train_folds=args.train_folds,
                 keep_folds=args.keep_folds,

@@ -17,6 +17,7 @@ from dagopt.generate.tpugraphs import (
     synthetic_tile_record,
     write_synthetic_collection,
 )
+from dagopt.integrations.tvm.tile import TileKernel, Tiling
 from dagopt.io.tpugraphs import LayoutRecord, read_submission
 from dagopt.models import model_path
 from dagopt.nn.checkpoint import save_model
@@ -26,8 +27,10 @@ from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.loss import list_mle_loss, pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.physical import physical_features
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
+from dagopt.nn.tgraph.tile_extents import tile_extent_features
 from dagopt.objectives.ranking import kendall_tau, tile_metric
 from dagopt.rank.configs.features import HloNode, graph_arrays
+from dagopt.rank.configs.tile import tile_record
 from dagopt.rank.tgraph import (
     evaluate,
     fit_normalizers,
@@ -57,6 +60,7 @@ CONFIGS = {
     "tgraph-layout-physical": TGraphConfig(**SMALL, physical_layout=True),
     "tgraph-layout-logsumexp": TGraphConfig(**SMALL, readout="logsumexp", numeric_features="log"),
     "tgraph-tile": TGraphConfig(kind="tile", **SMALL),
+    "tgraph-tile-extents": TGraphConfig(kind="tile", **SMALL, tile_extents=True),
     "baseline-layout": baseline_config("layout"),
     "baseline-tile": baseline_config("tile"),
 }
@@ -166,6 +170,30 @@ def test_physical_layout_is_a_layout_tgraph_option():
         TGraphConfig(architecture="tpugraphs-baseline", physical_layout=True)
 
 
+def test_tile_extent_features_count_tiles_and_tails():
+    """A dense ``x (5, 6) . w (12, 6)``: weight tile (8, 2) over (12, 6), output tile
+    (4, 8) over (5, 12); a second tiling divides every extent."""
+    kernel = TileKernel("dense", "gelu", m=5, n=12, k=6)
+    tilings = [Tiling((4, 8), 2, 0, False, False), Tiling((1, 4), 3, 1, True, True)]
+    graph = prepare(tile_record(kernel, tilings, np.array([2, 1]), 3, "dense"))
+    got = tile_extent_features(graph.tensors, torch.as_tensor(graph.tile))
+    count = np.zeros((2, 12))
+    tail = np.zeros((2, 12))
+    # columns 0-1 the weight tile (n, k), 6-7 the output tile (m, n); 2-5 and 8-11 unused
+    count[0, [0, 1, 6, 7]] = [2, 3, 2, 2]
+    tail[0, [0, 1, 6, 7]] = [1 - 12 / 16, 0, 1 - 5 / 8, 1 - 12 / 16]
+    count[1, [0, 1, 6, 7]] = [3, 2, 5, 3]
+    expected = np.concatenate([np.where(count > 0, np.log1p(count), 0), tail], axis=1)
+    torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float32))
+
+
+def test_tile_extents_is_a_tile_tgraph_option():
+    with pytest.raises(InputError, match="tile_extents"):
+        TGraphConfig(kind="layout", tile_extents=True)
+    with pytest.raises(InputError, match="tile_extents"):
+        TGraphConfig(kind="tile", architecture="tpugraphs-baseline", tile_extents=True)
+
+
 def test_logsumexp_readout_is_the_log_of_a_sum_of_node_scores():
     """With the same weights, the mean readout is ``f_out(mean_i h_i)`` (``f_out`` is
     affine: the mean of the node scores) and the other ``log sum_i exp(f_out(h_i))``."""
@@ -207,6 +235,40 @@ def test_pairwise_hinge_loss_is_eq_8():
     # pairs (slower, faster): (1,0): max(0, 1-2)=0; (1,2): 1-1.5=0 -> 0; (2,0): 1-0.5=0.5
     assert float(pairwise_hinge_loss(scores, runtimes)) == pytest.approx(0.5 / 3)
     assert float(pairwise_hinge_loss(scores, torch.ones(3))) == 0.0
+
+
+def test_log_ratio_pair_weights_count_far_apart_pairs_most():
+    scores = torch.tensor([0.0, 2.0, 0.5])
+    runtimes = torch.tensor([1.0, 3.0, 2.0])
+    # the margins above (0, 0, 0.5) weighed by log(3/1), log(3/2), log(2/1)
+    weights = np.log([3.0, 1.5, 2.0])
+    expected = 0.5 * weights[2] / weights.sum()
+    loss = pairwise_hinge_loss(scores, runtimes, "log-ratio")
+    assert float(loss) == pytest.approx(expected)
+    # a pair 1 % apart counts 1/70th of one 2 x apart; the uniform loss counts them alike
+    near = torch.tensor([1.0, 1.01, 2.0])
+    flat = torch.zeros(3)
+    assert float(pairwise_hinge_loss(flat, near)) == pytest.approx(1.0)
+    assert float(pairwise_hinge_loss(flat, near, "log-ratio")) == pytest.approx(1.0)
+    wrong_near = torch.tensor([1.5, 0.0, 3.0])  # only the near pair is inverted, by 1.5
+    uniform = float(pairwise_hinge_loss(wrong_near, near))
+    weighted = float(pairwise_hinge_loss(wrong_near, near, "log-ratio"))
+    assert weighted < uniform / 10
+    with pytest.raises(InputError, match="runtimes > 0"):
+        pairwise_hinge_loss(scores, torch.tensor([1.0, 0.0, 2.0]), "log-ratio")
+    with pytest.raises(InputError, match="pair weights"):
+        pairwise_hinge_loss(scores, runtimes, "squared")
+
+
+def test_pair_weights_are_a_tgraph_recipe_option():
+    tile = TGraphConfig(kind="tile", **SMALL)
+    TGraphTrainConfig(collection="tile:xla", model=tile, pair_weights="log-ratio")
+    with pytest.raises(InputError, match="pair weights"):
+        TGraphTrainConfig(collection="tile:xla", model=tile, pair_weights="squared")
+    with pytest.raises(InputError, match="pair_weights"):
+        TGraphTrainConfig(
+            collection="tile:xla", model=tile, recipe="tpugraphs", pair_weights="log-ratio"
+        )
 
 
 def test_list_mle_is_the_plackett_luce_likelihood_of_slowest_first():

@@ -40,7 +40,7 @@ from dagopt.io.atomic import write_torch_atomic
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.loss import pairwise_hinge_loss, tpugraphs_loss
+from dagopt.nn.tgraph.loss import PAIR_WEIGHTS, pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.rank.tgraph import PreparedGraph, evaluate, fit_normalizers, normalize, prepare
 from dagopt.train import rundir
@@ -93,7 +93,9 @@ class TGraphTrainConfig(Config):
     ``tpugraphs`` (the official baselines' training, ``TPUGRAPHS_RECIPE``: it sets the
     loss, optimizer, clipping, schedule and graphs per step, so ``warmup``,
     ``weight_decay`` and ``grad_clip`` must keep their defaults; ``epochs`` is then a
-    maximum, the recipe stopping early).
+    maximum, the recipe stopping early). ``pair_weights`` weighs eq. 8's pairs
+    (``uniform``, the paper's; ``log-ratio``, beyond it: by their log runtime ratio,
+    ``dagopt.nn.tgraph.loss.pairwise_hinge_loss``), a ``tgraph`` recipe option.
     """
 
     collection: str = "layout:xla:random"
@@ -113,6 +115,7 @@ class TGraphTrainConfig(Config):
     validation_permutations: int = 1
     seed: int = 0
     recipe: str = "tgraph"
+    pair_weights: str = "uniform"
 
     def __post_init__(self) -> None:
         if self.collection not in COLLECTIONS:
@@ -137,10 +140,15 @@ class TGraphTrainConfig(Config):
             )
         if self.recipe not in RECIPES:
             raise InputError(f"unknown recipe {self.recipe!r} ({', '.join(RECIPES)})")
-        changed = [n for n in ("warmup", "weight_decay", "grad_clip") if _changed(self, n)]
+        if self.pair_weights not in PAIR_WEIGHTS:
+            raise InputError(
+                f"unknown pair weights {self.pair_weights!r} ({', '.join(PAIR_WEIGHTS)})"
+            )
+        names = ("warmup", "weight_decay", "grad_clip", "pair_weights")
+        changed = [n for n in names if _changed(self, n)]
         if self.recipe == "tpugraphs" and changed:
             raise InputError(
-                f"recipe tpugraphs sets its own optimizer, schedule and clipping: "
+                f"recipe tpugraphs sets its own loss, optimizer, schedule and clipping: "
                 f"leave {', '.join(changed)} at the default"
             )
 
@@ -250,14 +258,15 @@ def batch_loss(
     config: TGraphTrainConfig,
 ) -> torch.Tensor:
     """The mean over the batch's graphs of the recipe's loss on configurations ``index``
-    of each: eq. 8, or the ``tpugraphs`` recipe's ``tpugraphs_loss``."""
+    of each: eq. 8 (with ``pair_weights``), or the ``tpugraphs`` recipe's
+    ``tpugraphs_loss``."""
     official = config.official
     losses = []
     for graph, index in batch:
         scores = model(graph.tensors, graph.configs(index))
         runtimes = torch.as_tensor(graph.runtimes[index], dtype=scores.dtype)
         if official is None:
-            losses.append(pairwise_hinge_loss(scores, runtimes))
+            losses.append(pairwise_hinge_loss(scores, runtimes, config.pair_weights))
         else:
             losses.append(
                 tpugraphs_loss(scores, runtimes, official.temperature, official.mse_weight)
