@@ -92,10 +92,11 @@ class TGraphTrainConfig(Config):
     fold (1: one random order; inference uses 10). ``recipe`` is ``tgraph`` (2.4) or
     ``tpugraphs`` (the official baselines' training, ``TPUGRAPHS_RECIPE``: it sets the
     loss, optimizer, clipping, schedule and graphs per step, so ``warmup``,
-    ``weight_decay`` and ``grad_clip`` must keep their defaults; ``epochs`` is then a
-    maximum, the recipe stopping early). ``pair_weights`` weighs eq. 8's pairs
-    (``uniform``, the paper's; ``log-ratio``, beyond it: by their log runtime ratio,
-    ``dagopt.nn.tgraph.loss.pairwise_hinge_loss``), a ``tgraph`` recipe option.
+    ``weight_decay``, ``grad_clip`` and ``pair_weights`` must keep their defaults;
+    ``epochs`` is then a maximum, the recipe stopping early). ``pair_weights`` weighs
+    eq. 8's pairs (``uniform``, the paper's; ``log-ratio``, beyond it: by their log
+    runtime ratio, ``dagopt.nn.tgraph.loss.pairwise_hinge_loss``), a ``tgraph`` recipe
+    option.
     """
 
     collection: str = "layout:xla:random"
