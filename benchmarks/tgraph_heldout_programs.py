@@ -18,7 +18,8 @@ before, and the gains of a program over the pairs that hold it are averaged. The
 gives the programs, both means over them and the mean gain with the paired bootstrap
 interval of ``dagopt.bench.bootstrap.paired_interval`` (95 %, 2,000 resamples of the
 programs); ``--per-graph`` then lists them. Programs that exist on one side only (the
-added data) are not compared.
+added data) are not compared; ``--exclude`` leaves out named programs (those whose
+failures suggested the change, say, which cannot judge it).
 """
 
 import argparse
@@ -72,16 +73,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tta", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-graph", action="store_true", help="then every program's scores")
+    parser.add_argument("--exclude", nargs="+", default=[], help="program names to leave out")
     args = parser.parse_args(argv)
     if len(args.before) != len(args.after):
         parser.error("--before and --after pair runs by position: give as many of each")
     torch.set_num_threads(1)
     gains: dict[str, list[tuple[float, float]]] = {}
+    excluded = set(args.exclude)
     for before_run, after_run in zip(args.before, args.after, strict=True):
         before = held_out_scores(before_run, args.before_data, args.tta)
         after = held_out_scores(after_run, args.after_data, args.tta)
         for name in before.keys() & after.keys():
             gains.setdefault(name, []).append((before[name], after[name]))
+    if excluded - gains.keys():
+        unknown = ", ".join(sorted(excluded - gains.keys()))
+        print(f"error: --exclude names no program both runs held out: {unknown}", file=sys.stderr)
+        return 2
+    gains = {name: pairs for name, pairs in gains.items() if name not in excluded}
     if not gains:
         print("error: no program was held out by both runs of any pair", file=sys.stderr)
         return 2

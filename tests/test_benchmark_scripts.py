@@ -61,8 +61,9 @@ def test_learning_curve_runs_resumes_and_refuses_bad_sizes(tmp_path, capsys):
 def test_heldout_programs_rebuild_each_runs_k_fold_split(tmp_path, capsys):
     """``tgraph_heldout_programs.py`` on a SYNTHETIC collection: each fold model's mean
     over the programs the script says it held out is the validation score its training
-    logged (the split is rebuilt, not guessed); a run against itself gains 0; unpaired
-    runs are exit 2."""
+    logged (the split is rebuilt, not guessed); a run against itself gains 0;
+    ``--exclude`` leaves named programs out, and an unknown name, like unpaired runs, is
+    exit 2."""
     from dagopt.generate.tpugraphs import write_synthetic_collection
     from dagopt.nn.tgraph.config import TGraphConfig
     from dagopt.train.tgraph import (
@@ -93,6 +94,12 @@ def test_heldout_programs_rebuild_each_runs_k_fold_split(tmp_path, capsys):
     assert script.main(["--before", str(run), "--after", str(run), "--tta", "1"]) == 0
     row = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 4 ")]
     assert row and "+0.0000" in row[0].split(" | ")[-1]
+    left_out = sorted(scores)[0]
+    both = ["--before", str(run), "--after", str(run), "--tta", "1", "--per-graph"]
+    assert script.main([*both, "--exclude", left_out]) == 0
+    out = capsys.readouterr().out
+    assert any(line.startswith("| 3 ") for line in out.splitlines()) and left_out not in out
+    assert script.main([*both, "--exclude", "no-such-program"]) == 2
     with pytest.raises(SystemExit) as exit_info:
         script.main(["--before", str(run), str(run), "--after", str(run)])
     assert exit_info.value.code == 2

@@ -185,6 +185,10 @@ def test_tile_extent_features_count_tiles_and_tails():
     count[1, [0, 1, 6, 7]] = [3, 2, 5, 3]
     expected = np.concatenate([np.where(count > 0, np.log1p(count), 0), tail], axis=1)
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float32))
+    record = tile_record(kernel, tilings, np.array([2, 1]), 3, "rootless")
+    rootless = dataclasses.replace(record, node_feat=np.zeros_like(record.node_feat))
+    with pytest.raises(InputError, match="root"):
+        tile_extent_features(prepare(rootless).tensors, torch.as_tensor(graph.tile))
 
 
 def test_tile_extents_is_a_tile_tgraph_option():

@@ -16,6 +16,7 @@ import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.io.tpugraphs import (
+    IS_ROOT,
     LAYOUT_COLUMNS,
     LAYOUT_CONFIG_FEATURES,
     NODE_FEATURES,
@@ -51,7 +52,7 @@ def _graph(rng: np.random.Generator, num_nodes: int) -> tuple[np.ndarray, np.nda
     feat[np.arange(num_nodes), rng.choice(_ELEMENT_COLUMNS, size=num_nodes)] = 1.0
     feat[:, LAYOUT_COLUMNS] = np.maximum(_permutations(rng, rank), 0)  # published: 0-padded
     if num_nodes:
-        feat[-1, 0] = 1.0  # is_root
+        feat[-1, IS_ROOT] = 1.0
     consumers = np.repeat(np.arange(1, num_nodes), 2)
     producers = consumers - rng.integers(1, 9, size=consumers.size)
     keep = (producers >= 0) & (

@@ -29,9 +29,14 @@ from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
 NODE_FEATURES = 140
 TILE_CONFIG_FEATURES = 24
 LAYOUT_CONFIG_FEATURES = 18
+KERNEL_BOUNDS = slice(0, 6)
+OUTPUT_BOUNDS = slice(8, 14)
+"""``config_feat`` columns of the kernel's and the output's tile sizes (0-padded)."""
 LAYOUT_MIN, LAYOUT_MAX = -1, 5
 """Every ``node_config_feat`` value is a dimension index 0..5 or the pad -1."""
 
+IS_ROOT = 0
+"""``node_feat`` column of ``is_root`` (1 on the graph's root)."""
 SHAPE_DIMS = slice(21, 27)
 """``node_feat`` columns of the output shape's dimensions 0-5 (0-padded)."""
 SHAPE_PRODUCT = 28

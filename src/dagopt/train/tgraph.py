@@ -40,7 +40,7 @@ from dagopt.io.atomic import write_torch_atomic
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.nn.tgraph.loss import PAIR_WEIGHTS, pairwise_hinge_loss, tpugraphs_loss
+from dagopt.nn.tgraph.loss import check_pair_weights, pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.rank.tgraph import PreparedGraph, evaluate, fit_normalizers, normalize, prepare
 from dagopt.train import rundir
@@ -141,10 +141,7 @@ class TGraphTrainConfig(Config):
             )
         if self.recipe not in RECIPES:
             raise InputError(f"unknown recipe {self.recipe!r} ({', '.join(RECIPES)})")
-        if self.pair_weights not in PAIR_WEIGHTS:
-            raise InputError(
-                f"unknown pair weights {self.pair_weights!r} ({', '.join(PAIR_WEIGHTS)})"
-            )
+        check_pair_weights(self.pair_weights)
         names = ("warmup", "weight_decay", "grad_clip", "pair_weights")
         changed = [n for n in names if _changed(self, n)]
         if self.recipe == "tpugraphs" and changed:

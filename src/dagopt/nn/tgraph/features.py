@@ -12,10 +12,13 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from dagopt.errors import InputError
 from dagopt.io.tpugraphs import (
     HLO_OPCODES,
+    IS_ROOT,
     LAYOUT_COLUMNS,
     LAYOUT_MIN,
+    SHAPE_DIMS,
     LayoutRecord,
     TileRecord,
 )
@@ -26,6 +29,26 @@ LAYOUT_VALUES = 7
 """Layout values -1..5, embedded as indices 0..6 (``value - LAYOUT_MIN``)."""
 LAYOUT_SLOTS = 3
 """Layouts per configurable node: output, first operand, kernel (second operand)."""
+KERNEL_OPCODES = torch.tensor(
+    [code for code, name in HLO_OPCODES.items() if name in ("convolution", "dot")]
+)
+"""Opcode ids of the ops whose second operand is a kernel (a tile's ``kernel_bounds``)."""
+
+
+def operand_producers(edge_index: torch.Tensor, ids: torch.Tensor, count: int) -> torch.Tensor:
+    """``(len(ids), count)`` long: the producers of nodes ``ids``' first ``count``
+    operands, -1 where a node has fewer. Operands come in edge order: TpuGraphs lists a
+    node's operand edges in operand order, which pruning keeps."""
+    producers = torch.full((ids.numel(), count), -1, dtype=torch.long)
+    producer, consumer = edge_index
+    order = torch.argsort(consumer, stable=True)  # a node's edges together, in edge order
+    consumers, ordered = consumer[order], producer[order]
+    first = torch.searchsorted(consumers, ids)
+    edges = torch.searchsorted(consumers, ids, right=True) - first
+    for operand in range(count):
+        has = edges > operand
+        producers[has, operand] = ordered[first[has] + operand]
+    return producers
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,21 +70,25 @@ class GraphTensors:
     def owners(self) -> torch.Tensor:
         """``(nc, LAYOUT_SLOTS)`` long (layout graphs, computed once): per configurable
         node, the node whose output each layout slot lays out (itself, its first
-        operand's producer, its second's), -1 where it has none. Operands come in edge
-        order: TpuGraphs lists a node's operand edges in operand order, which pruning
-        keeps."""
+        operand's producer, its second's), -1 where it has none (``operand_producers``)."""
         ids = self.config_ids
-        owners = torch.full((ids.numel(), LAYOUT_SLOTS), -1, dtype=torch.long)
-        owners[:, 0] = ids
-        producer, consumer = self.edge_index
-        order = torch.argsort(consumer, stable=True)  # a node's edges together, in edge order
-        consumers, producers = consumer[order], producer[order]
-        first = torch.searchsorted(consumers, ids)
-        count = torch.searchsorted(consumers, ids, right=True) - first
-        for operand in range(LAYOUT_SLOTS - 1):
-            has = count > operand
-            owners[has, 1 + operand] = producers[first[has] + operand]
-        return owners
+        operands = operand_producers(self.edge_index, ids, LAYOUT_SLOTS - 1)
+        return torch.cat([ids.unsqueeze(1), operands], dim=1)
+
+    @cached_property
+    def tile_extents(self) -> torch.Tensor:
+        """``(12,)`` float32 (tile graphs, computed once): the extents a tile's
+        ``kernel_bounds`` and ``output_bounds`` split, the shape dimensions of the first
+        convolution's or dot's kernel operand (zeros without one) and of the root's
+        output (``dagopt.nn.tgraph.tile_extents``)."""
+        dims = self.node_feat[:, SHAPE_DIMS]
+        roots = torch.nonzero(self.node_feat[:, IS_ROOT] > 0).flatten()
+        if not roots.numel():
+            raise InputError("a tile graph needs a root node (node_feat is_root column)")
+        kernels = torch.nonzero(torch.isin(self.opcode, KERNEL_OPCODES)).flatten()
+        weight = operand_producers(self.edge_index, kernels[:1], 2)[:, 1]
+        kernel = dims[weight[0]] if weight.numel() and weight[0] >= 0 else dims.new_zeros(6)
+        return torch.cat([kernel, dims[roots[0]]])
 
 
 def graph_tensors(record: TileRecord | LayoutRecord) -> GraphTensors:

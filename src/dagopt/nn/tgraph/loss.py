@@ -11,6 +11,12 @@ from dagopt.errors import InputError
 PAIR_WEIGHTS = ("uniform", "log-ratio")
 
 
+def check_pair_weights(weights: str) -> None:
+    """An ``InputError`` unless ``weights`` is one of ``PAIR_WEIGHTS``."""
+    if weights not in PAIR_WEIGHTS:
+        raise InputError(f"unknown pair weights {weights!r} ({', '.join(PAIR_WEIGHTS)})")
+
+
 def pairwise_hinge_loss(
     scores: torch.Tensor, runtimes: torch.Tensor, weights: str = "uniform"
 ) -> torch.Tensor:
@@ -26,17 +32,16 @@ def pairwise_hinge_loss(
     noise, count little; an order that puts a configuration twice as slow first counts
     most (eq. 10 and a tuner pay for exactly those). Runtimes must then be > 0.
     """
+    check_pair_weights(weights)
     slower = runtimes[:, None] > runtimes[None, :]
     margins = torch.relu(1.0 - (scores[:, None] - scores[None, :]))
     if weights == "uniform":
         weight = slower.to(margins.dtype)
-    elif weights == "log-ratio":
+    else:
         if bool((runtimes <= 0).any()):
             raise InputError("log-ratio pair weights need runtimes > 0")
         log_runtime = runtimes.log()
         weight = torch.where(slower, log_runtime[:, None] - log_runtime[None, :], 0.0)
-    else:
-        raise InputError(f"unknown pair weights {weights!r} ({', '.join(PAIR_WEIGHTS)})")
     total = weight.sum()
     return (margins * weight).sum() / torch.where(total > 0, total, 1.0)
 

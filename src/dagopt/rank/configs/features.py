@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dagopt.io.tpugraphs import HLO_OPCODES, LAYOUT_COLUMNS, NODE_FEATURES
+from dagopt.io.tpugraphs import HLO_OPCODES, IS_ROOT, LAYOUT_COLUMNS, NODE_FEATURES
 
 OPCODE_IDS = {name: code for code, name in HLO_OPCODES.items()}
 F32_COLUMN = 13
@@ -50,7 +50,7 @@ def _put(row: np.ndarray, start: int, values, *, product_of_empty: float = 0.0) 
 def node_row(node: HloNode, is_root: bool) -> np.ndarray:
     """The 140 features of one node (float32)."""
     row = np.zeros(NODE_FEATURES, dtype=np.float32)
-    row[0] = float(is_root)
+    row[IS_ROOT] = float(is_root)
     row[F32_COLUMN] = 1.0
     _put(row, 21, node.shape, product_of_empty=1.0)
     if node.opcode == "parameter":

@@ -17,7 +17,7 @@ official description (``docs/configs_dataset.md`` has the mapping):
 import numpy as np
 
 from dagopt.integrations.tvm.tile import LOOP_ORDERS, TileKernel, Tiling
-from dagopt.io.tpugraphs import TILE_CONFIG_FEATURES, TileRecord
+from dagopt.io.tpugraphs import OUTPUT_BOUNDS, TILE_CONFIG_FEATURES, TileRecord
 from dagopt.rank.configs.features import HloNode, graph_arrays
 from dagopt.rank.configs.zoo_shapes import LayerShape
 
@@ -115,7 +115,7 @@ def config_features(kernel: TileKernel, tiling: Tiling) -> np.ndarray:
 def tiling_from_features(kernel: TileKernel, row: np.ndarray) -> Tiling:
     """The ``Tiling`` a ``config_feat`` row encodes: the inverse of ``config_features``."""
     rank = len(kernel.output_shape)
-    output = tuple(int(v) for v in row[8 : 8 + rank])
+    output = tuple(int(v) for v in row[OUTPUT_BOUNDS][:rank])
     return Tiling(output, int(row[1]), int(row[16]), bool(row[17]), bool(row[18]))
 
 
