@@ -71,15 +71,16 @@ VARIANTS = ("baseline-tpugraphs", "baseline", "tgraph-no-cross", "tgraph")
 
 
 def model_config(variant: str, kind: str, args: argparse.Namespace) -> TGraphConfig:
-    """A column's model: the baseline's own, or TGraph of ``--hidden`` with the options
-    ``--numeric-features``, for layout collections ``--physical-layout`` and
-    ``--readout``, for tile ones ``--tile-extents``."""
+    """A column's model: the baseline's own, or TGraph of ``--hidden`` and ``--blocks``
+    with the options ``--numeric-features``, for layout collections ``--physical-layout``
+    and ``--readout``, for tile ones ``--tile-extents``."""
     if variant.startswith("baseline"):
         return baseline_config(kind)
     layout = kind == "layout"
     return TGraphConfig(
         kind=kind,
         hidden=args.hidden,
+        blocks=args.blocks,
         cross_attention=variant == "tgraph",
         numeric_features=args.numeric_features,
         physical_layout=args.physical_layout and layout,
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-folds", type=int, default=2)
     parser.add_argument("--keep-folds", type=int, default=2)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--blocks", type=int, default=2, help="TGraph's graph blocks (eq. 4)")
     parser.add_argument(
         "--numeric-features", choices=NUMERIC_FEATURES, default="raw", help="TGraph's input"
     )

@@ -103,3 +103,20 @@ def test_heldout_programs_rebuild_each_runs_k_fold_split(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         script.main(["--before", str(run), str(run), "--after", str(run)])
     assert exit_info.value.code == 2
+
+
+def test_table2_tgraph_columns_take_width_and_blocks():
+    """``tgraph_table2.py``'s TGraph columns are ``--hidden`` wide and ``--blocks`` deep;
+    the baseline columns keep the official sizes."""
+    import argparse
+
+    script = load(SCRIPTS[0].parent / "tgraph_table2.py")
+    args = argparse.Namespace(
+        hidden=64, blocks=4, numeric_features="log", physical_layout=True,
+        readout="mean", tile_extents=False,
+    )  # fmt: skip
+    config = script.model_config("tgraph", "layout", args)
+    assert (config.hidden, config.blocks, config.physical_layout) == (64, 4, True)
+    assert script.model_config("tgraph-no-cross", "tile", args).blocks == 4
+    baseline = script.model_config("baseline", "layout", args)
+    assert (baseline.hidden, baseline.blocks) == (32, 2)
