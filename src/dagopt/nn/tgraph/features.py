@@ -87,7 +87,7 @@ class GraphTensors:
             raise InputError("a tile graph needs a root node (node_feat is_root column)")
         kernels = torch.nonzero(torch.isin(self.opcode, KERNEL_OPCODES)).flatten()
         weight = operand_producers(self.edge_index, kernels[:1], 2)[:, 1]
-        kernel = dims[weight[0]] if weight.numel() and weight[0] >= 0 else dims.new_zeros(6)
+        kernel = dims[weight[0]] if weight.numel() and weight[0] >= 0 else torch.zeros_like(dims[0])
         return torch.cat([kernel, dims[roots[0]]])
 
 
