@@ -25,7 +25,8 @@ none).
 ``--numeric-features``, ``--physical-layout``, ``--readout`` and ``--tile-extents`` set
 the TGraph columns' options of those names (``dagopt.nn.tgraph.config.TGraphConfig``);
 the baseline keeps its own. ``--pair-weights`` weighs eq. 8's pairs of the TGraph
-columns (``TGraphTrainConfig.pair_weights``).
+columns (``TGraphTrainConfig.pair_weights``); ``--companions`` trains them beside those
+collections' measurements of the same programs (``TGraphTrainConfig.companions``).
 ``--recipe tpugraphs`` trains the TGraph columns as ``baseline-tpugraphs`` is trained
 (its epochs in place of ``--epochs``).
 
@@ -155,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         help="TGraph's eq. 8 pairs: uniform, or by log runtime ratio (beyond the paper)",
     )
     parser.add_argument(
+        "--companions",
+        nargs="+",
+        choices=COLLECTIONS,
+        default=[],
+        help="TGraph also trains on these collections' graphs of the same programs (beyond "
+        "the paper)",
+    )
+    parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
     )
     parser.add_argument("--tta", type=int, default=10)
@@ -213,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
                 max_steps=args.max_steps,
                 recipe=recipe,
                 pair_weights=args.pair_weights if variant.startswith("tgraph") else "uniform",
+                companions=tuple(args.companions) if variant.startswith("tgraph") else (),
                 folds=args.folds,
                 train_folds=args.train_folds,
                 keep_folds=args.keep_folds,

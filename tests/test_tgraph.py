@@ -20,7 +20,7 @@ from dagopt.generate.tpugraphs import (
 from dagopt.integrations.tvm.tile import TileKernel, Tiling
 from dagopt.io.tpugraphs import LayoutRecord, read_submission
 from dagopt.models import model_path
-from dagopt.nn.checkpoint import save_model
+from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
 from dagopt.nn.tgraph.features import numeric_features
@@ -44,6 +44,8 @@ from dagopt.rank.tgraph import (
 from dagopt.train.tgraph import (
     TPUGRAPHS_RECIPE,
     TGraphTrainConfig,
+    companion_folds,
+    fold_of,
     load_graphs,
     optimizer_for,
     read_metrics,
@@ -524,11 +526,45 @@ def test_step_budget_caps_the_steps(tmp_path):
         ({"keep_folds": 3}, "folds need"),
         ({"configs_per_step": 1}, "configs_per_step"),
         ({"collection": "layout:foo"}, "unknown collection"),
+        ({"companions": ("tile:xla",)}, "not another layout collection"),
+        ({"companions": ("layout:xla:random",)}, "not another layout collection"),
+        ({"companions": ("layout:nlp:random",) * 2}, "named twice"),
     ],
 )
 def test_bad_training_options_are_one_line_errors(changes, message):
     with pytest.raises(InputError, match=message):
         tiny_run(**changes)
+
+
+def test_a_companion_graph_takes_its_namesakes_fold_and_one_without_is_left_out():
+    graphs = [graph_for("layout", seed=s) for s in range(6)]
+    graphs = [dataclasses.replace(g, name=f"program-{i}") for i, g in enumerate(graphs)]
+    fold = fold_of(graphs, 3, seed=1)
+    others = [dataclasses.replace(graphs[i], name=n) for i, n in ((4, "program-2"), (0, "x"))]
+    shared, shared_fold = companion_folds(graphs, fold, others)
+    assert [g.name for g in shared] == ["program-2"] and shared_fold.tolist() == [fold[2]]
+
+
+def test_companions_join_the_training_of_every_fold_but_their_namesakes(tmp_path):
+    root = tmp_path / "data"
+    for c in ("layout:xla:default", "layout:xla:random"):
+        write_synthetic_collection(root, c, graphs={"train": 6}, num_configs=20)
+    run = tmp_path / "run"
+    config = tiny_run(
+        collection="layout:xla:default",
+        data=str(root),
+        companions=("layout:xla:random",),
+        epochs=1,
+        train_folds=3,
+    )
+    train_tgraph(run, config)
+    assert load_model(run / "model.pt", expected=TGraphEnsemble)[1]["companion_graphs"] == 6
+    assert [read_metrics(run / f"fold-{k}")[0].steps for k in range(3)] == [8, 8, 8]
+    for path in write_synthetic_collection(root, "layout:xla:random", graphs={"train": 6}):
+        path.rename(path.with_name(f"other-{path.name}"))  # the file name names the program
+    with pytest.raises(InputError, match="measures none of the layout:xla:default programs"):
+        train_tgraph(tmp_path / "refused", config)
+    assert not (tmp_path / "refused").exists()
 
 
 @pytest.fixture(scope="module")

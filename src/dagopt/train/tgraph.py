@@ -96,7 +96,10 @@ class TGraphTrainConfig(Config):
     ``epochs`` is then a maximum, the recipe stopping early). ``pair_weights`` weighs
     eq. 8's pairs (``uniform``, the paper's; ``log-ratio``, beyond it: by their log
     runtime ratio, ``dagopt.nn.tgraph.loss.pairwise_hinge_loss``), a ``tgraph`` recipe
-    option.
+    option. ``companions`` (beyond the paper) names other collections of the same kind whose
+    measurements of the primary collection's programs (same file name, same ``splits``)
+    join every fold's training set, each in its namesake's fold (``companion_folds``);
+    validation stays on the primary collection.
     """
 
     collection: str = "layout:xla:random"
@@ -117,6 +120,7 @@ class TGraphTrainConfig(Config):
     seed: int = 0
     recipe: str = "tgraph"
     pair_weights: str = "uniform"
+    companions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.collection not in COLLECTIONS:
@@ -126,6 +130,14 @@ class TGraphTrainConfig(Config):
         kind = self.collection.split(":")[0]
         if self.model.kind != kind:
             raise InputError(f"collection {self.collection} needs model kind {kind!r}")
+        for other in self.companions:
+            if other not in COLLECTIONS or other.split(":")[0] != kind or other == self.collection:
+                raise InputError(
+                    f"companion {other!r}: not another {kind} collection "
+                    f"(known: {', '.join(COLLECTIONS)})"
+                )
+        if len(set(self.companions)) != len(self.companions):
+            raise InputError("companions are named twice")
         if not (self.folds >= 2 and 1 <= self.keep_folds <= self.train_folds <= self.folds):
             raise InputError("folds need 2 <= folds and 1 <= keep_folds <= train_folds <= folds")
         for name in ("epochs", "validation_permutations"):
@@ -209,6 +221,50 @@ def fold_of(graphs: Sequence[PreparedGraph], folds: int, seed: int) -> np.ndarra
     fold = np.empty(len(graphs), dtype=np.int64)
     fold[shuffled] = np.arange(len(graphs)) % folds
     return fold
+
+
+def companion_folds(
+    graphs: Sequence[PreparedGraph], fold: np.ndarray, companions: Sequence[PreparedGraph]
+) -> tuple[list[PreparedGraph], np.ndarray]:
+    """The ``companions`` that measure one of ``graphs``' programs (same name) and the
+    fold of each, its namesake's: a program validated in fold k is trained on in no
+    collection in fold k. A companion graph without a namesake is left out."""
+    fold_by_name = {g.name: int(f) for g, f in zip(graphs, fold, strict=True)}
+    shared = [c for c in companions if c.name in fold_by_name]
+    return shared, np.array([fold_by_name[c.name] for c in shared], dtype=np.int64)
+
+
+def load_companions(
+    config: TGraphTrainConfig, graphs: Sequence[PreparedGraph], fold: np.ndarray
+) -> tuple[list[PreparedGraph], np.ndarray]:
+    """``config.companions``' graphs of the primary programs in ``config.splits``, with
+    their folds (``companion_folds``); an error if a companion shares no program."""
+    shared, folds = [], []
+    for other in config.companions:
+        found, found_folds = companion_folds(
+            graphs, fold, load_graphs(config.data, other, config.splits)
+        )
+        if not found:
+            raise InputError(
+                f"companion {other} measures none of the {config.collection} programs "
+                f"in {', '.join(config.splits)}"
+            )
+        shared += found
+        folds.append(found_folds)
+    return shared, np.concatenate(folds) if folds else np.zeros(0, dtype=np.int64)
+
+
+def training_graphs(
+    config: TGraphTrainConfig, graphs: Sequence[PreparedGraph] | None = None
+) -> tuple[list[PreparedGraph], np.ndarray, int]:
+    """The primary collection's graphs (``graphs``, else read from ``config.data``) then
+    the companions' (``load_companions``), each graph's fold (``fold_of``), and the number
+    of companion graphs."""
+    if graphs is None:
+        graphs = load_graphs(config.data, config.collection, config.splits)
+    fold = fold_of(graphs, config.folds, config.seed)
+    companions, companion_fold = load_companions(config, graphs, fold)
+    return [*graphs, *companions], np.concatenate([fold, companion_fold]), len(companions)
 
 
 def warmup_cosine(total: int, warmup: float) -> Callable[[int], float]:
@@ -426,21 +482,21 @@ def train_tgraph(
     graphs: Sequence[PreparedGraph] | None = None,
 ) -> dict[int, float]:
     """Train the folds in ``run_dir`` (``resume`` continues); write ``RUN/model.pt``, the
-    ensemble of the kept folds. ``graphs`` replaces reading ``config.data`` (tests).
-    Returns each trained fold's best validation score."""
+    ensemble of the kept folds. ``graphs`` replaces reading the primary collection from
+    ``config.data`` (tests). Returns each trained fold's best validation score."""
     run_dir = Path(run_dir)
-    if graphs is None and config is not None and not resume:  # bad data: no run left behind
-        graphs = load_graphs(config.data, config.collection, config.splits)
+    loaded = None
+    if config is not None and not resume:  # bad data: no run left behind
+        loaded = training_graphs(config, graphs)
     config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
     if not resume:  # marks the run: a new run here is refused, --resume accepted
         write_torch_atomic(run_dir / rundir.STATE_FILE, {"epoch": -1, "folds": config.folds})
-    if graphs is None:
-        graphs = load_graphs(config.data, config.collection, config.splits)
-    fold = fold_of(graphs, config.folds, config.seed)
+    everything, every_fold, companions = loaded or training_graphs(config, graphs)
+    primary = len(everything) - companions
     scores = {}
     for k in range(config.train_folds):
-        train = [g for g, f in zip(graphs, fold, strict=True) if f != k]
-        validation = [g for g, f in zip(graphs, fold, strict=True) if f == k]
+        train = [g for g, f in zip(everything, every_fold, strict=True) if f != k]
+        validation = [g for g, f in zip(everything[:primary], every_fold, strict=False) if f == k]
         torch.manual_seed(config.seed * 1000 + k)
         model = TGraphRanker(config.model)
         normalize(model, *fit_normalizers(train, config.model.numeric_features))
@@ -464,6 +520,7 @@ def train_tgraph(
     meta = {
         "collection": config.collection,
         "data": str(config.data),
+        "companion_graphs": companions,
         "kept_folds": kept,
         "fold_scores": {str(k): v for k, v in scores.items()},
         "config": config.to_dict(),
