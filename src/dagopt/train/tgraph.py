@@ -256,15 +256,13 @@ def load_companions(
 
 def training_graphs(
     config: TGraphTrainConfig, graphs: Sequence[PreparedGraph] | None = None
-) -> tuple[list[PreparedGraph], np.ndarray, int]:
-    """The primary collection's graphs (``graphs``, else read from ``config.data``) then
-    the companions' (``load_companions``), each graph's fold (``fold_of``), and the number
-    of companion graphs."""
+) -> tuple[Sequence[PreparedGraph], np.ndarray, list[PreparedGraph], np.ndarray]:
+    """The primary collection's graphs (``graphs``, else read from ``config.data``) with
+    their folds (``fold_of``), then the companions' with theirs (``load_companions``)."""
     if graphs is None:
         graphs = load_graphs(config.data, config.collection, config.splits)
     fold = fold_of(graphs, config.folds, config.seed)
-    companions, companion_fold = load_companions(config, graphs, fold)
-    return [*graphs, *companions], np.concatenate([fold, companion_fold]), len(companions)
+    return graphs, fold, *load_companions(config, graphs, fold)
 
 
 def warmup_cosine(total: int, warmup: float) -> Callable[[int], float]:
@@ -491,12 +489,12 @@ def train_tgraph(
     config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
     if not resume:  # marks the run: a new run here is refused, --resume accepted
         write_torch_atomic(run_dir / rundir.STATE_FILE, {"epoch": -1, "folds": config.folds})
-    everything, every_fold, companions = loaded or training_graphs(config, graphs)
-    primary = len(everything) - companions
+    graphs, fold, companions, companion_fold = loaded or training_graphs(config, graphs)
+    everything, every_fold = [*graphs, *companions], np.concatenate([fold, companion_fold])
     scores = {}
     for k in range(config.train_folds):
         train = [g for g, f in zip(everything, every_fold, strict=True) if f != k]
-        validation = [g for g, f in zip(everything[:primary], every_fold, strict=False) if f == k]
+        validation = [g for g, f in zip(graphs, fold, strict=True) if f == k]
         torch.manual_seed(config.seed * 1000 + k)
         model = TGraphRanker(config.model)
         normalize(model, *fit_normalizers(train, config.model.numeric_features))
@@ -520,7 +518,7 @@ def train_tgraph(
     meta = {
         "collection": config.collection,
         "data": str(config.data),
-        "companion_graphs": companions,
+        "companion_graphs": len(companions),
         "kept_folds": kept,
         "fold_scores": {str(k): v for k, v in scores.items()},
         "config": config.to_dict(),
