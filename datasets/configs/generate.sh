@@ -57,3 +57,7 @@ dagopt generate configs --collection layout-xla --variant random --extra-wave 3 
 # PoolFormer-M36), the first 72 of their 131 programs, for layout:xla:random only.
 dagopt generate configs --collection layout-xla --variant random --extra-wave 4 --graphs 72 \
   --out datasets/configs
+# Issue 20, 2026-11-28: wave 3's programs for layout:xla:default too, measured as that collection
+# measures (the genetic search's visited layouts; docs/results.md, "Waves 3 and 4 for xla default").
+dagopt generate configs --collection layout-xla --variant default --extra-wave 3 --graphs 69 \
+  --out datasets/configs
