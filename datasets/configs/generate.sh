@@ -61,3 +61,5 @@ dagopt generate configs --collection layout-xla --variant random --extra-wave 4 
 # measures (the genetic search's visited layouts; docs/results.md, "Waves 3 and 4 for xla default").
 dagopt generate configs --collection layout-xla --variant default --extra-wave 3 --graphs 69 \
   --out datasets/configs
+dagopt generate configs --collection layout-xla --variant default --extra-wave 4 --graphs 72 \
+  --out datasets/configs
