@@ -30,6 +30,22 @@ def test_a_split_model_computes_what_the_whole_one_does(latency):
         assert all(np.allclose(a, b, atol=1e-4) for a, b in zip(whole, split, strict=True))
 
 
+def test_every_device_computes_at_the_models_own_precision(latency):
+    """On a CPU with AVX512-BF16 or AMX the CPU plugin would run bf16 by default."""
+    reference = latency.core.compile_model(
+        latency.model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"}
+    )
+    expected = [np.asarray(v) for v in reference(latency.inputs).values()]
+    n = latency.graph.num_nodes
+    for outputs in (
+        latency.outputs(np.zeros(n, dtype=np.int64)),
+        latency.outputs(np.arange(n) % 2),
+    ):
+        assert all(np.allclose(a, b, atol=1e-5) for a, b in zip(expected, outputs, strict=True))
+    with pytest.raises(InputError, match="precision must be one of"):
+        OpenVinoLatency(latency.model, ["CPU"], core=latency.core, precision="f64")
+
+
 def test_a_placement_is_timed_by_the_papers_protocol(latency):
     n = latency.graph.num_nodes
     evaluation = latency.evaluate(np.arange(n) % 2, None, "runtime")

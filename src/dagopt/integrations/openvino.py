@@ -11,6 +11,12 @@ OpenVINO cannot compile or run is infeasible (and counted in ``failures``), neve
 crash. ``measure_auto`` times the framework's own choice (section 3.3): OpenVINO's
 ``AUTO`` device or ``HETERO`` without affinities.
 
+Every device runs at one inference precision, ``precision`` (``"f32"``, the model's own):
+OpenVINO's CPU plugin otherwise picks bf16 on CPUs with AVX512-BF16 or AMX and its GPU
+plugin f16, so a placement's latency would time other arithmetic on another machine and
+a split model would not compute what the whole one does. ``None`` keeps each plugin's
+default.
+
 On a machine without a second device, ``register_cpu_twice`` registers the CPU plugin a
 second time under another name, so HETERO splits a model between two CPU "devices":
 what the tests use to check that a split model computes what the whole one does.
@@ -29,6 +35,8 @@ from dagopt.errors import InputError
 from dagopt.io.openvino import graph_from_openvino, placeable_ops
 from dagopt.objectives.devices import Devices, DeviceSpec
 from dagopt.objectives.latency import LatencyModel
+
+PRECISIONS = ("f32", "f16", "bf16", None)
 
 
 def register_cpu_twice(core: Any, name: str = "CPU_B") -> str:
@@ -57,6 +65,7 @@ class OpenVinoLatency(LatencyModel):
         runs: int = 10,
         keep: int = 5,
         seed: int = 0,
+        precision: str | None = "f32",
     ) -> None:
         import openvino
 
@@ -66,6 +75,9 @@ class OpenVinoLatency(LatencyModel):
             known = ", ".join(self.core.available_devices)
             raise InputError(f"no OpenVINO device {unknown[0]!r} (available: {known})")
         self.model, self.device_names = model, tuple(device_names)
+        if precision not in PRECISIONS:
+            raise InputError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        self.precision = precision
         devices = Devices(tuple(DeviceSpec(memory=math.inf) for _ in device_names))
         super().__init__(graph_from_openvino(model), devices, runs=runs, keep=keep)
         self._kept, self._folded = placeable_ops(model)
@@ -84,10 +96,16 @@ class OpenVinoLatency(LatencyModel):
             device[id(op)] = placed[0] if placed else self.device_names[0]
         for op in [*self._kept, *self._folded]:
             op.get_rt_info()["affinity"] = device[id(op)]
-        priorities = ",".join(self.device_names)
-        return self.core.compile_model(
-            self.model, "HETERO", {"MULTI_DEVICE_PRIORITIES": priorities}
-        )
+        return self.core.compile_model(self.model, "HETERO", self._config())
+
+    def _config(self) -> dict[str, Any]:
+        """HETERO's (or AUTO's) devices in priority order, each at ``precision``."""
+        names = list(dict.fromkeys(self.device_names))
+        config: dict[str, Any] = {"MULTI_DEVICE_PRIORITIES": ",".join(names)}
+        if self.precision is not None:
+            hint = {"INFERENCE_PRECISION_HINT": self.precision}
+            config["DEVICE_PROPERTIES"] = {name: hint for name in names}
+        return config
 
     def outputs(self, device_of: np.ndarray) -> list[np.ndarray]:
         """The model's outputs on ``self.inputs`` under the placement ``device_of``."""
@@ -121,11 +139,8 @@ class OpenVinoLatency(LatencyModel):
             info = op.get_rt_info()
             if "affinity" in info:
                 del info["affinity"]  # HETERO assigns affinities itself
-        priorities = ",".join(dict.fromkeys(self.device_names))
         try:
-            compiled = self.core.compile_model(
-                self.model, device, {"MULTI_DEVICE_PRIORITIES": priorities}
-            )
+            compiled = self.core.compile_model(self.model, device, self._config())
             return self._time(compiled)
         except RuntimeError:
             self.failures += 1
