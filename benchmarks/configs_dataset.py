@@ -56,7 +56,11 @@ def files_at(root: Path, commit: str) -> set[Path]:
     if listing.returncode:
         print(f"error: {commit}: {listing.stderr.strip()}", file=sys.stderr)
         raise SystemExit(2)
-    return {Path(line) for line in listing.stdout.splitlines()}
+    files = {Path(line) for line in listing.stdout.splitlines()}
+    if not files:  # a folder git does not track (a copy under runs/): nothing to compare
+        print(f"error: {commit} has no files under {root}", file=sys.stderr)
+        raise SystemExit(2)
+    return files
 
 
 def collection_row(
