@@ -63,3 +63,8 @@ dagopt generate configs --collection layout-xla --variant default --extra-wave 3
   --out datasets/configs
 dagopt generate configs --collection layout-xla --variant default --extra-wave 4 --graphs 72 \
   --out datasets/configs
+# Issue 20, 2026-11-28: the rest of the --extra plan for layout:xla:default (99 DenseNet-121,
+# GoogLeNet and other programs layout:xla:random already trains on; docs/results.md, "Waves 3
+# and 4 for xla default", step 3).
+dagopt generate configs --collection layout-xla --variant default --extra --graphs 123 \
+  --out datasets/configs
