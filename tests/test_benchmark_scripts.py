@@ -7,6 +7,7 @@ someone reruns it.
 
 import importlib.util
 import inspect
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,18 @@ def test_table2_tgraph_columns_take_width_and_blocks():
     assert script.model_config("tgraph-no-cross", "tile", args).blocks == 4
     baseline = script.model_config("baseline", "layout", args)
     assert (baseline.hidden, baseline.blocks) == (32, 2)
+
+
+def test_configs_dataset_refuses_a_folder_git_does_not_track(tmp_path, capsys):
+    module = load(next(p for p in SCRIPTS if p.stem == "configs_dataset"))
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    (tmp_path / "kept.npz").write_bytes(b"")
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "kept.npz"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "data"], cwd=tmp_path, check=True)
+    assert module.files_at(tmp_path, "HEAD") == {Path("kept.npz")}
+    (tmp_path / "copy").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        module.files_at(tmp_path / "copy", "HEAD")
+    assert exit_info.value.code == 2
+    assert "has no files under" in capsys.readouterr().err
