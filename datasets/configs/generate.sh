@@ -68,3 +68,7 @@ dagopt generate configs --collection layout-xla --variant default --extra-wave 4
 # and 4 for xla default", step 3).
 dagopt generate configs --collection layout-xla --variant default --extra --graphs 123 \
   --out datasets/configs
+# Issue 20, 2026-11-28: the --lengths plan of layout:nlp:random on to its first 160 programs (94
+# new: 80 train, 14 valid T5; docs/results.md, "More drawn-length programs for nlp random").
+dagopt generate configs --collection layout-nlp --variant random --lengths --graphs 160 \
+  --out datasets/configs
