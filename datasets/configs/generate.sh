@@ -72,3 +72,7 @@ dagopt generate configs --collection layout-xla --variant default --extra --grap
 # new: 80 train, 14 valid T5; docs/results.md, "More drawn-length programs for nlp random").
 dagopt generate configs --collection layout-nlp --variant random --lengths --graphs 160 \
   --out datasets/configs
+# Issue 20, 2026-11-28: the same 94 programs for layout:nlp:default, measured as that collection
+# measures (docs/results.md, "More drawn-length programs for nlp default").
+dagopt generate configs --collection layout-nlp --variant default --lengths --graphs 160 \
+  --out datasets/configs
