@@ -135,6 +135,13 @@ def configs(
             help="Programs at drawn sequence lengths (layout-xla: input sides), train and valid.",
         ),
     ] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="Measure the check architectures (no shipped model trains on them) into test.",
+        ),
+    ] = False,
 ) -> None:
     """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
     TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
@@ -144,7 +151,7 @@ def configs(
     if extra and extra_wave not in (None, 1):
         raise InputError(f"--extra is wave 1: it cannot go with --extra-wave {extra_wave}")
     wave = extra_wave or int(extra)
-    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, wave, lengths)
+    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, wave, lengths, check)
     name = collection_name(collection, variant)
     with progress_on_terminal():
         written = build_collection(out, collection, variant, options)

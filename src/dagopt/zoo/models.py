@@ -681,6 +681,75 @@ def _hgnet_v2(size: str) -> ZooModel:
 #: by name but neither in the catalogue nor held out.
 HGNET_V2_MODELS: tuple[ZooModel, ...] = tuple(_hgnet_v2(size) for size in _HGNET_V2_STAGES)
 
+
+def _check_text_model(
+    name: str, family: str, title: str, prefix: str, head: str, pooler: bool = True, **config: Any
+) -> ZooModel:
+    """A ``transformers`` text model ``{prefix}{head}({prefix}Config(**config))`` (eager
+    attention, no cache, ``SEQUENCE_LENGTH`` tokens), ``config`` spelled out in the
+    description; ``head`` ``"Model"`` returns ``last_hidden_state``, any other head
+    ``logits``; ``pooler=False`` builds the model without its pooler."""
+    output = "last_hidden_state" if head == "Model" else "logits"
+    args = ", ".join(f"{key}={value!r}" for key, value in config.items())
+    description = f"{prefix}{head}({prefix}Config({args})): {title}; {output}"
+
+    def builder(size: str) -> Built:
+        import transformers
+
+        options = {"attn_implementation": "eager", "use_cache": False, **config}
+        model_config = getattr(transformers, f"{prefix}Config")(**options)
+        model_class = getattr(transformers, f"{prefix}{head}")
+        model = model_class(model_config, **({} if pooler else {"add_pooling_layer": False}))
+        inputs = (_tokens(model_config.vocab_size, SEQUENCE_LENGTH[size]),)
+        return _wrap(model, ("input_ids",), output), inputs
+
+    return ZooModel(name, family, description, _text(), builder)
+
+
+#: Transformers whose attention (model width, head size) no architecture of the measured
+#: configuration dataset's ``nlp`` collections has, at their published configurations:
+#: the architectures of its check set (``dagopt.rank.configs.build.CHECK_MODELS``, issue
+#: 20), which no shipped model trains on, exportable by name but neither in the
+#: catalogue nor held out. None is of a held-out family (T5, ViT, Swin).
+CHECK_TRANSFORMERS: tuple[ZooModel, ...] = (
+    _check_text_model(
+        "electra-small", "encoder", "ELECTRA-small discriminator (Clark et al. 2020),"
+        " 12 layers, hidden 256, 4 heads", "Electra", "Model",
+        embedding_size=128, hidden_size=256, num_hidden_layers=12, num_attention_heads=4,
+        intermediate_size=1024,
+    ),
+    _check_text_model(
+        "mobilebert", "encoder", "MobileBERT (Sun et al. 2020), 24 layers, bottleneck"
+        " attention at width 128, 4 heads, no pooler", "MobileBert", "Model", pooler=False,
+        hidden_size=512, true_hidden_size=128, num_hidden_layers=24, num_attention_heads=4,
+    ),
+    _check_text_model(
+        "smollm-135m", "decoder", "SmolLM-135M (Hugging Face 2024), a Llama-style decoder,"
+        " 30 layers, hidden 576, 9 heads, 3 key-value heads", "Llama", "ForCausalLM",
+        vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+        num_attention_heads=9, num_key_value_heads=3, tie_word_embeddings=True,
+    ),
+    _check_text_model(
+        "qwen2-0.5b", "decoder", "Qwen2-0.5B (Qwen team 2024), 24 layers, hidden 896,"
+        " 14 heads, 2 key-value heads", "Qwen2", "ForCausalLM",
+        vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+        num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True,
+    ),
+    _check_text_model(
+        "opt-350m", "decoder", "OPT-350M (Zhang et al. 2022), 24 layers, hidden 1024,"
+        " 16 heads, embeddings projected from 512", "OPT", "ForCausalLM",
+        hidden_size=1024, ffn_dim=4096, num_hidden_layers=24, num_attention_heads=16,
+        word_embed_proj_dim=512, do_layer_norm_before=False,
+    ),
+    _check_text_model(
+        "phi-1.5", "decoder", "Phi-1.5 (Li et al. 2023), 24 layers, hidden 2048, 32 heads,"
+        " partial rotary embeddings", "Phi", "ForCausalLM",
+        vocab_size=51200, hidden_size=2048, intermediate_size=8192, num_hidden_layers=24,
+        num_attention_heads=32, partial_rotary_factor=0.5,
+    ),
+)  # fmt: skip
+
+
 _BY_NAME = {
     model.name: model
     for model in MODELS
@@ -690,6 +759,7 @@ _BY_NAME = {
     + CONV_SHAPE_MODELS
     + SIZE_VARIANT_MODELS
     + HGNET_V2_MODELS
+    + CHECK_TRANSFORMERS
 }
 
 

@@ -25,6 +25,11 @@ zoo's inputs give powers of two, which the vectorised minor dimension always div
 while real inputs have any length (a ViT's class token makes 197) or image size. The
 test architectures get none, so the test split is unchanged; valid's architecture gets
 its share.
+
+``--check`` (issue 20) measures the check architectures (``CHECK_MODELS``), which no
+shipped model trains on, into the test split of a dataset root of their own
+(``datasets/configs-check``): a second held-out set on which the claims made on the
+test split are measured again. With ``--lengths`` their programs are at drawn lengths.
 """
 
 import json
@@ -87,6 +92,17 @@ EXTRA_SEEDS = (1000, 3000, 4000, 5000, 6000)
 """Offset of each extra wave's seeds, so its configurations are drawn afresh."""
 LENGTHS_SEED = 2000
 """Offset of the ``--lengths`` plan's seeds (its configurations and drawn lengths)."""
+CHECK_MODELS = {
+    "tile": (),
+    "layout-xla": HGNET_V2_MODELS,
+    "layout-nlp": tuple(model.name for model in zoo_models.CHECK_TRANSFORMERS),
+}
+"""The architectures of ``--check``: transformers of attention shapes no ``nlp``
+architecture has (``dagopt.zoo.models.CHECK_TRANSFORMERS``) and, for ``xla``, wave 5's
+PP-HGNetV2, which was measured for ``xla`` random and not adopted, so no shipped model
+trains on it."""
+CHECK_SEED = 7000
+"""Offset of the ``--check`` plan's seeds (its configurations and drawn lengths)."""
 LENGTH_RANGE = (2, 64)
 """Sequence lengths (inclusive) the ``--lengths`` plan draws from: the zoo's own range."""
 LENGTH_DRAWS = 64
@@ -102,7 +118,8 @@ class BuildOptions:
     interleaved ``rounds``, the MAC budget of one graph, the seed, the pinned core and
     whether to plan an extra wave of architectures (``extra``: 1 for ``EXTRA_MODELS``,
     ``N`` for ``EXTRA_WAVES[N - 1]``, 0 for none) or drawn sequence lengths
-    (``lengths``) instead of the original architectures' zoo shapes."""
+    (``lengths``) instead of the original architectures' zoo shapes, or the check
+    architectures (``check``; with ``lengths``: at drawn lengths) into the test split."""
 
     graphs: int | None = None
     configs: int | None = None
@@ -112,10 +129,11 @@ class BuildOptions:
     core: int | None = None
     extra: int = 0
     lengths: bool = False
+    check: bool = False
 
     def __post_init__(self) -> None:
-        if self.extra and self.lengths:
-            raise InputError("--extra and --lengths are separate plans: choose one")
+        if self.extra and (self.lengths or self.check):
+            raise InputError("--extra, --lengths and --check are separate plans: choose one")
         if not 0 <= self.extra <= len(EXTRA_WAVES):
             raise InputError(f"--extra-wave {self.extra}: the waves are 1..{len(EXTRA_WAVES)}")
 
@@ -124,6 +142,8 @@ class BuildOptions:
         """Added to every graph's seed, so each plan draws its configurations afresh."""
         if self.extra:
             return EXTRA_SEEDS[self.extra - 1]
+        if self.check:
+            return CHECK_SEED
         return LENGTHS_SEED if self.lengths else 0
 
 
@@ -138,8 +158,10 @@ def collection_name(kind: str, variant: str) -> str:
     return f"layout:{kind.removeprefix('layout-')}:{variant}"
 
 
-def split_of(kind: str, model: str) -> str:
-    """The split of a zoo model's graphs in a collection kind."""
+def split_of(kind: str, model: str, options: BuildOptions | None = None) -> str:
+    """The split of a zoo model's graphs in a collection kind (``test`` in the check plan)."""
+    if options is not None and options.check:
+        return "test"
     for split, models in SPLITS[kind].items():
         if model in models:
             return split
@@ -161,9 +183,7 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 
     if options.lengths:
         return _round_robin(_drawn_length_graphs(kind, root, options))[: options.graphs]
-    models = (EXTRA_WAVES[options.extra - 1] if options.extra else MODELS)[kind]
-    if not models:
-        raise InputError(f"--extra-wave {options.extra} has no {kind} architectures")
+    models = _plan_models(kind, options)
     layers = zoo_layers(list(models), root / "zoo_shapes.json")
     total = options.graphs or DEFAULT_GRAPHS[kind]
     per_model: dict[str, list] = {}
@@ -185,21 +205,39 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
     return _round_robin(per_model)[:total]
 
 
+def _plan_models(kind: str, options: BuildOptions) -> tuple[str, ...]:
+    """The architectures of a zoo-shape plan: the original ones, an extra wave's or the
+    check architectures."""
+    if options.check:
+        models = CHECK_MODELS[kind]
+        plan = "--check"
+    else:
+        models = (EXTRA_WAVES[options.extra - 1] if options.extra else MODELS)[kind]
+        plan = f"--extra-wave {options.extra}"
+    if not models:
+        raise InputError(f"{plan} has no {kind} architectures")
+    return models
+
+
 def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[str, list]:
-    """Per train or valid architecture (original and extra) with attention (``layout-xla``:
-    with convolutions), ``LENGTH_DRAWS`` graphs of its layers in turn at a sequence length
-    (an input side) drawn uniformly from ``LENGTH_RANGE`` (one generator per
-    architecture, seeded by its position; ``_at_drawn_length``); graphs of the same name
-    are measured once."""
+    """Per train or valid architecture (original and extra; with ``check``: per check
+    architecture) with attention (``layout-xla``: with convolutions), ``LENGTH_DRAWS``
+    graphs of its layers in turn at a sequence length (an input side) drawn uniformly
+    from ``LENGTH_RANGE`` (one generator per architecture, seeded by the plan's seed
+    offset and its position; ``_at_drawn_length``); graphs of the same name are measured
+    once."""
     from dagopt.rank.configs.zoo_shapes import zoo_layers
 
     if not options.graphs:
         raise InputError("--lengths needs --graphs (how many programs to measure)")
-    models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
+    if options.check:
+        models = list(_plan_models(kind, options))
+    else:
+        models = [m for m in MODELS[kind] + EXTRA_MODELS[kind] if split_of(kind, m) != "test"]
     layers = zoo_layers(models, root / "zoo_shapes.json")
     per_model = {}
     for index, model in enumerate(models):
-        rng = np.random.default_rng([LENGTHS_SEED, index])
+        rng = np.random.default_rng([options.seed_offset, index])
         drawable = _drawable_layers(kind, layers[model])
         if not drawable:  # a CNN (tile): no sequence to draw a length of
             continue
@@ -292,7 +330,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
     for done, (model, graph) in enumerate(graphs):
         report(f"measuring {collection}", done, len(graphs))
         name = _graph_name(model, graph)
-        split = split_of(kind, model)
+        split = split_of(kind, model, options)
         path = collection_dir(root, collection, split) / f"{name}.npz"
         if path.exists():
             continue
