@@ -36,9 +36,13 @@ from dagopt.integrations.tvm.tile import (  # noqa: E402
 )
 from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
 from dagopt.rank.configs.build import (  # noqa: E402
+    CHECK_MODELS,
     EXTRA_MODELS,
+    EXTRA_SEEDS,
     EXTRA_WAVES,
     LENGTH_RANGE,
+    LENGTHS_SEED,
+    MODELS,
     SPLITS,
     BuildOptions,
     build_collection,
@@ -298,6 +302,30 @@ def test_drawn_lengths_are_a_plan_of_their_own_without_test_architectures(root):
         BuildOptions(graphs=4, extra=1, lengths=True)
     (path,) = build_collection(root, "layout-nlp", "random", replace(TINY, lengths=True))
     assert path.parent.name in ("train", "valid")
+
+
+def test_the_check_plan_measures_only_check_architectures_into_test(tmp_path):
+    """``--check`` (issue 20): the check architectures (``nlp``: at drawn lengths with
+    ``--lengths``; ``xla``: PP-HGNetV2 at its zoo shapes), round-robin, into the test
+    split, with seeds of their own; nothing else changes split."""
+    shutil.copy(ROOT / "datasets" / "configs-check" / "zoo_shapes.json", tmp_path)
+    options = BuildOptions(graphs=12, check=True, lengths=True)
+    plan = plan_graphs("layout-nlp", tmp_path, options)
+    assert [m for m, _ in plan] == 2 * list(CHECK_MODELS["layout-nlp"])
+    assert not set(CHECK_MODELS["layout-nlp"]) & set(MODELS["layout-nlp"])
+    assert split_of("layout-nlp", "qwen2-0.5b", options) == "test"
+    assert split_of("layout-nlp", "qwen2-0.5b") == split_of("layout-nlp", "bert-base") == "train"
+    convs = plan_graphs("layout-xla", tmp_path, BuildOptions(graphs=7, check=True))
+    assert sorted(m for m, _ in convs) == sorted(CHECK_MODELS["layout-xla"])
+    offsets = {0, LENGTHS_SEED, *EXTRA_SEEDS}
+    assert options.seed_offset not in offsets
+    with pytest.raises(InputError, match="separate plans"):
+        BuildOptions(graphs=4, extra=5, check=True)
+    with pytest.raises(InputError, match="--check has no tile"):
+        plan_graphs("tile", tmp_path, BuildOptions(graphs=4, check=True))
+    tiny = replace(TINY, check=True, lengths=True)
+    (path,) = build_collection(tmp_path, "layout-nlp", "random", tiny)
+    assert path.parent.name == "test" and path.name.startswith(CHECK_MODELS["layout-nlp"][0])
 
 
 def test_the_model_reads_the_lanes_the_emitter_vectorises_with():

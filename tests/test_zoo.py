@@ -4,6 +4,7 @@ The slow tests export every model in both modes and check the 60 s budget per ex
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from dagopt.zoo import (
     model_names,
 )
 from dagopt.zoo.models import (
+    CHECK_TRANSFORMERS,
     CONV_SHAPE_MODELS,
     HGNET_V2_MODELS,
     PATCH_EMBEDDING_MODELS,
@@ -33,6 +35,7 @@ from dagopt.zoo.models import (
 )
 
 runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
 
 REQUIRED = {
     "bert-base",
@@ -335,6 +338,51 @@ def test_hgnet_v2_models_have_the_published_backbones():
     module, inputs = get_model("hgnet-v2-b0").build("small")
     assert module(*inputs).shape == (1, 1000)
     assert module.model.fc.in_features == counts["hgnet-v2-b0"][1]
+
+
+#: The check transformers' published parameter counts (their model cards: 13.5 M,
+#: 24.6 M without the pooler, 134.5 M, 494 M, 331 M, 1.42 B).
+CHECK_COUNTS = {
+    "electra-small": 13_483_008,
+    "mobilebert": 24_581_888,
+    "smollm-135m": 134_515_008,
+    "qwen2-0.5b": 494_032_768,
+    "opt-350m": 331_196_416,
+    "phi-1.5": 1_418_270_720,
+}
+
+
+def test_check_transformers_have_attention_shapes_no_nlp_architecture_has():
+    """The configuration dataset's check set (issue 20): six transformers outside the
+    catalogue and the held-out set whose query projections (width, heads) differ from
+    every ``nlp`` architecture's, read from the two shape caches the dataset commits;
+    the three smaller ones have their published parameter counts."""
+    from dagopt.rank.configs.build import EXTRA_MODELS, MODELS
+
+    assert [m.name for m in CHECK_TRANSFORMERS] == list(CHECK_COUNTS)
+    assert not set(CHECK_COUNTS) & set(model_names() + model_names(held_out=True))
+
+    def attention(cache: str, models) -> set[tuple[int, int]]:
+        shapes = json.loads((ROOT / "datasets" / cache / "zoo_shapes.json").read_text())
+        return {
+            (x["cin"], x["heads"])
+            for m in models
+            for x in shapes[m]
+            if x["kind"] == "linear" and x["heads"] and x["cin"] == x["cout"]
+        }
+
+    nlp = MODELS["layout-nlp"] + EXTRA_MODELS["layout-nlp"]
+    check = attention("configs-check", CHECK_COUNTS)
+    assert len(check) == 6 and not check & attention("configs", nlp)
+    small = ("electra-small", "mobilebert", "smollm-135m")
+    _assert_training_only_with_counts({name: CHECK_COUNTS[name] for name in small})
+
+
+@pytest.mark.slow
+def test_the_large_check_transformers_have_their_published_parameter_counts():
+    """Qwen2-0.5B, OPT-350M and Phi-1.5 (about 9 GB of float32 weights in all)."""
+    large = ("qwen2-0.5b", "opt-350m", "phi-1.5")
+    _assert_training_only_with_counts({name: CHECK_COUNTS[name] for name in large})
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():
