@@ -326,6 +326,9 @@ def test_the_check_plan_measures_only_check_architectures_into_test(tmp_path):
     tiny = replace(TINY, check=True, lengths=True)
     (path,) = build_collection(tmp_path, "layout-nlp", "random", tiny)
     assert path.parent.name == "test" and path.name.startswith(CHECK_MODELS["layout-nlp"][0])
+    build_collection(tmp_path, "layout-nlp", "random", replace(tiny, check=False, graphs=2))
+    with pytest.raises(InputError, match="a root of its own"):  # a training root: refused
+        build_collection(tmp_path, "layout-nlp", "random", replace(tiny, graphs=2))
 
 
 def test_the_model_reads_the_lanes_the_emitter_vectorises_with():

@@ -323,6 +323,12 @@ def build_collection(
 
 def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: int) -> list[Path]:
     variant = collection.rsplit(":", 1)[-1]
+    train = collection_dir(root, collection, "train")
+    if options.check and train.is_dir() and any(train.glob("*.npz")):
+        raise InputError(
+            f"--check writes a root of its own (datasets/configs-check): {root} has "
+            f"{collection} training graphs"
+        )
     graphs = plan_graphs(kind, root, options)
     sidecar = collection_dir(root, collection, "train").parent / SIDECAR
     figures = _read_sidecar(sidecar)
