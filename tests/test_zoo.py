@@ -357,19 +357,16 @@ def test_check_transformers_have_attention_shapes_no_nlp_architecture_has():
     catalogue and the held-out set whose query projections (width, heads) differ from
     every ``nlp`` architecture's, read from the two shape caches the dataset commits;
     the three smaller ones have their published parameter counts."""
-    from dagopt.rank.configs.build import EXTRA_MODELS, MODELS
+    from dagopt.rank.configs.build import EXTRA_MODELS, MODELS, _drawable_layers
+    from dagopt.rank.configs.zoo_shapes import zoo_layers
 
     assert [m.name for m in CHECK_TRANSFORMERS] == list(CHECK_COUNTS)
     assert not set(CHECK_COUNTS) & set(model_names() + model_names(held_out=True))
 
     def attention(cache: str, models) -> set[tuple[int, int]]:
-        shapes = json.loads((ROOT / "datasets" / cache / "zoo_shapes.json").read_text())
-        return {
-            (x["cin"], x["heads"])
-            for m in models
-            for x in shapes[m]
-            if x["kind"] == "linear" and x["heads"] and x["cin"] == x["cout"]
-        }
+        """(width, heads) of the query projections the ``nlp`` programs are built from."""
+        layers = zoo_layers(list(models), ROOT / "datasets" / cache / "zoo_shapes.json")
+        return {(x.cin, x.heads) for m in models for x in _drawable_layers("layout-nlp", layers[m])}
 
     nlp = MODELS["layout-nlp"] + EXTRA_MODELS["layout-nlp"]
     check = attention("configs-check", CHECK_COUNTS)

@@ -572,11 +572,17 @@ CONV_SHAPE_MODELS: tuple[ZooModel, ...] = (
 )
 
 
+def _spelled(config: Mapping[str, Any]) -> str:
+    """``config`` as the keyword arguments of a call, for a model's description."""
+    return ", ".join(f"{key}={value!r}" for key, value in config.items())
+
+
 def _published_size(name: str, family: str, title: str, prefix: str, **config: Any) -> ZooModel:
     """``_training_classifier`` at a published size: ``config`` overrides the library's
     default ``{prefix}Config`` and is spelled out in the description."""
-    args = ", ".join(f"{key}={value!r}" for key, value in config.items())
-    description = f"{prefix}ForImageClassification({prefix}Config({args})): {title}; logits"
+    description = (
+        f"{prefix}ForImageClassification({prefix}Config({_spelled(config)})): {title}; logits"
+    )
     return _training_classifier(name, family, description, prefix, **config)
 
 
@@ -690,8 +696,7 @@ def _check_text_model(
     description; ``head`` ``"Model"`` returns ``last_hidden_state``, any other head
     ``logits``; ``pooler=False`` builds the model without its pooler."""
     output = "last_hidden_state" if head == "Model" else "logits"
-    args = ", ".join(f"{key}={value!r}" for key, value in config.items())
-    description = f"{prefix}{head}({prefix}Config({args})): {title}; {output}"
+    description = f"{prefix}{head}({prefix}Config({_spelled(config)})): {title}; {output}"
 
     def builder(size: str) -> Built:
         import transformers

@@ -330,7 +330,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
             f"{collection} training graphs"
         )
     graphs = plan_graphs(kind, root, options)
-    sidecar = collection_dir(root, collection, "train").parent / SIDECAR
+    sidecar = train.parent / SIDECAR
     figures = _read_sidecar(sidecar)
     written = []
     for done, (model, graph) in enumerate(graphs):
