@@ -37,6 +37,8 @@ from dagopt.integrations.tvm.tile import (  # noqa: E402
 from dagopt.integrations.tvm.tile import reference as tile_reference  # noqa: E402
 from dagopt.rank.configs.build import (  # noqa: E402
     CHECK_MODELS,
+    CHECK_SEED,
+    DRAWN_CONV_RANGES,
     EXTRA_MODELS,
     EXTRA_SEEDS,
     EXTRA_WAVES,
@@ -329,6 +331,36 @@ def test_the_check_plan_measures_only_check_architectures_into_test(tmp_path):
     build_collection(tmp_path, "layout-nlp", "random", replace(tiny, check=False, graphs=2))
     with pytest.raises(InputError, match="a root of its own"):  # a training root: refused
         build_collection(tmp_path, "layout-nlp", "random", replace(tiny, graphs=2))
+
+
+def test_drawn_convolutions_are_a_train_plan_of_drawn_shapes(root):
+    """``--drawn-convs`` (issue 20): ``layout-xla`` programs of convolutions whose window,
+    stride, padding, channels and side are drawn, the same on every call, each plan a
+    prefix of a longer one, none of them a zoo program, all in ``train``."""
+    options = BuildOptions(graphs=60, drawn_convs=True)
+    plan = plan_graphs("layout-xla", root, options)
+    assert plan == plan_graphs("layout-xla", root, options)
+    assert plan[:20] == plan_graphs("layout-xla", root, replace(options, graphs=20))
+    assert len({g.name for _, g in plan}) == 60
+    assert {split_of("layout-xla", model, options) for model, _ in plan} == {"train"}
+    shapes = [(g.ops[1].shape[2], g.ops[2].stride, g.ops[2].pad) for _, g in plan]
+    assert {k for k, _, _ in shapes} == set(range(1, DRAWN_CONV_RANGES["kernel"][1] + 1))
+    assert all(1 <= s <= min(k, DRAWN_CONV_RANGES["stride"][1]) for k, s, _ in shapes)
+    assert all(0 <= p <= k // 2 for k, _, p in shapes) and any(p for _, _, p in shapes)
+    macs = [g.ops[2].shape[1] * g.ops[2].shape[2] ** 2 for _, g in plan]
+    assert max(macs) > 0 and len({g.ops[0].shape[1] for _, g in plan}) > 30
+    zoo = {g.name.split(".", 1)[1] for g in _xla_programs_of_waves(root, (0, 1, 2, 3, 4))}
+    assert not zoo & {g.name.split(".", 1)[1] for _, g in plan}
+    assert options.seed_offset not in {0, LENGTHS_SEED, *EXTRA_SEEDS, CHECK_SEED}
+    with pytest.raises(InputError, match="not tile"):
+        plan_graphs("tile", root, options)
+    with pytest.raises(InputError, match="needs --graphs"):
+        plan_graphs("layout-xla", root, BuildOptions(drawn_convs=True))
+    with pytest.raises(InputError, match="separate plans"):
+        BuildOptions(graphs=4, lengths=True, drawn_convs=True)
+    tiny = replace(TINY, drawn_convs=True)
+    (path,) = build_collection(root, "layout-xla", "random", tiny)
+    assert path.parent.name == "train" and path.name.startswith("drawn-conv.conv-")
 
 
 def test_the_model_reads_the_lanes_the_emitter_vectorises_with():

@@ -142,6 +142,13 @@ def configs(
             help="Measure the check architectures (no shipped model trains on them) into test.",
         ),
     ] = False,
+    drawn_convs: Annotated[
+        bool,
+        typer.Option(
+            "--drawn-convs",
+            help="layout-xla: convolutions of drawn windows, strides and channels, train.",
+        ),
+    ] = False,
 ) -> None:
     """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
     TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
@@ -151,7 +158,9 @@ def configs(
     if extra and extra_wave not in (None, 1):
         raise InputError(f"--extra is wave 1: it cannot go with --extra-wave {extra_wave}")
     wave = extra_wave or int(extra)
-    options = BuildOptions(graphs, count, rounds, max_macs, seed, core, wave, lengths, check)
+    options = BuildOptions(
+        graphs, count, rounds, max_macs, seed, core, wave, lengths, check, drawn_convs
+    )
     name = collection_name(collection, variant)
     with progress_on_terminal():
         written = build_collection(out, collection, variant, options)

@@ -103,6 +103,14 @@ PP-HGNetV2, which was measured for ``xla`` random and not adopted, so no shipped
 trains on it."""
 CHECK_SEED = 7000
 """Offset of the ``--check`` plan's seeds (its configurations and drawn lengths)."""
+DRAWN_CONV_SEED = 8000
+"""Offset of the ``--drawn-convs`` plan's seeds (its shapes and configurations)."""
+DRAWN_CONV_MODEL = "drawn-conv"
+"""The architecture name of ``--drawn-convs`` programs: no architecture, so ``train``."""
+DRAWN_CONV_RANGES = {"kernel": (1, 7), "stride": (1, 4), "channels": (3, 256), "side": (1, 64)}
+"""Inclusive ranges of ``--drawn-convs``: a square window, a stride of at most the window
+and ``stride``'s bound, padding 0 .. window // 2, input and output channels and the next
+``dot``'s channels log-uniform, an input side of at least the window."""
 LENGTH_RANGE = (2, 64)
 """Sequence lengths (inclusive) the ``--lengths`` plan draws from: the zoo's own range."""
 LENGTH_DRAWS = 64
@@ -119,7 +127,8 @@ class BuildOptions:
     whether to plan an extra wave of architectures (``extra``: 1 for ``EXTRA_MODELS``,
     ``N`` for ``EXTRA_WAVES[N - 1]``, 0 for none) or drawn sequence lengths
     (``lengths``) instead of the original architectures' zoo shapes, or the check
-    architectures (``check``; with ``lengths``: at drawn lengths) into the test split."""
+    architectures (``check``; with ``lengths``: at drawn lengths) into the test split, or
+    convolutions of drawn shapes (``drawn_convs``, ``layout-xla``)."""
 
     graphs: int | None = None
     configs: int | None = None
@@ -130,10 +139,13 @@ class BuildOptions:
     extra: int = 0
     lengths: bool = False
     check: bool = False
+    drawn_convs: bool = False
 
     def __post_init__(self) -> None:
-        if self.extra and (self.lengths or self.check):
-            raise InputError("--extra, --lengths and --check are separate plans: choose one")
+        if bool(self.extra) + (self.lengths or self.check) + self.drawn_convs > 1:
+            raise InputError(
+                "--extra, --lengths (or --check) and --drawn-convs are separate plans: choose one"
+            )
         if not 0 <= self.extra <= len(EXTRA_WAVES):
             raise InputError(f"--extra-wave {self.extra}: the waves are 1..{len(EXTRA_WAVES)}")
 
@@ -144,6 +156,8 @@ class BuildOptions:
             return EXTRA_SEEDS[self.extra - 1]
         if self.check:
             return CHECK_SEED
+        if self.drawn_convs:
+            return DRAWN_CONV_SEED
         return LENGTHS_SEED if self.lengths else 0
 
 
@@ -183,6 +197,8 @@ def plan_graphs(kind: str, root: Path, options: BuildOptions) -> list[tuple[str,
 
     if options.lengths:
         return _round_robin(_drawn_length_graphs(kind, root, options))[: options.graphs]
+    if options.drawn_convs:
+        return _drawn_conv_graphs(kind, options)
     models = _plan_models(kind, options)
     layers = zoo_layers(list(models), root / "zoo_shapes.json")
     total = options.graphs or DEFAULT_GRAPHS[kind]
@@ -248,6 +264,43 @@ def _drawn_length_graphs(kind: str, root: Path, options: BuildOptions) -> dict[s
                 drawn.setdefault(_graph_name(model, graph), (model, graph))
         per_model[model] = list(drawn.values())
     return per_model
+
+
+def _drawn_conv_graphs(kind: str, options: BuildOptions) -> list[tuple[str, object]]:
+    """``options.graphs`` ``layout-xla`` programs of convolutions whose shapes are drawn
+    from ``DRAWN_CONV_RANGES`` (one generator seeded by ``DRAWN_CONV_SEED``, so the plan
+    is the same on every call and its first programs stay when ``--graphs`` grows), not
+    read from an architecture: groups-1 convolutions of any window, stride and channel
+    counts, cropped to ``max_macs`` as the zoo's are (``xla_graph``); a drawn name that
+    already exists is drawn again."""
+    from dagopt.rank.configs.layout import xla_graph
+    from dagopt.rank.configs.zoo_shapes import LayerShape
+
+    if kind != "layout-xla":
+        raise InputError(f"--drawn-convs measures layout-xla programs, not {kind}")
+    if not options.graphs:
+        raise InputError("--drawn-convs needs --graphs (how many programs to measure)")
+    rng = np.random.default_rng(DRAWN_CONV_SEED)
+    r = DRAWN_CONV_RANGES
+    low, high = np.log(r["channels"])
+
+    def channels() -> int:
+        return int(np.rint(np.exp(rng.uniform(low, high))))
+
+    drawn: dict[str, tuple[str, object]] = {}
+    for _ in range(100 * options.graphs):
+        if len(drawn) == options.graphs:
+            break
+        kernel = int(rng.integers(r["kernel"][0], r["kernel"][1] + 1))
+        stride = int(rng.integers(r["stride"][0], min(kernel, r["stride"][1]) + 1))
+        pad = int(rng.integers(0, kernel // 2 + 1))
+        cin, cout, next_channels = channels(), channels(), channels()
+        side = int(rng.integers(max(kernel, r["side"][0]), r["side"][1] + 1))
+        layer = LayerShape(DRAWN_CONV_MODEL, "conv2d", cin, cout, side, kernel, stride, pad)
+        graph = xla_graph(layer, next_channels, options.max_macs)
+        if graph is not None:
+            drawn.setdefault(graph.name, (DRAWN_CONV_MODEL, graph))
+    return list(drawn.values())
 
 
 def _with_next_channels(convs: list) -> list:
