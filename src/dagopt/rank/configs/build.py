@@ -300,6 +300,11 @@ def _drawn_conv_graphs(kind: str, options: BuildOptions) -> list[tuple[str, obje
         graph = xla_graph(layer, next_channels, options.max_macs)
         if graph is not None:
             drawn.setdefault(graph.name, (DRAWN_CONV_MODEL, graph))
+    if len(drawn) < options.graphs:
+        raise InputError(
+            f"--drawn-convs found {len(drawn)} distinct programs within --max-macs "
+            f"{options.max_macs}, not {options.graphs}"
+        )
     return list(drawn.values())
 
 
