@@ -17,8 +17,9 @@ def examples(
     ] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace files already there.")] = False,
 ) -> None:
-    """Write the example files (a graph, a small ONNX CNN, quick training configs, two
-    TpuGraphs files) to DIR."""
+    """Write the example files to DIR.
+
+    A graph, a small ONNX CNN, quick training configs and two TpuGraphs files."""
     targets = [out / name for name in EXAMPLE_FILES]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:

@@ -14,7 +14,9 @@ from dagopt.io import write_graph_json
 PROGRESS_FROM = 20
 
 generate_app = typer.Typer(
-    help="Write synthetic graphs (node-link JSON) for experiments.", no_args_is_help=True
+    help="Write graphs for experiments: synthetic DAGs (node-link JSON) and measured"
+    " compiler configurations (TpuGraphs files).",
+    no_args_is_help=True,
 )
 
 
@@ -150,8 +152,10 @@ def configs(
         ),
     ] = False,
 ) -> None:
-    """Measure compiler configurations with Apache TVM (optional extra \\[tvm]) and write a
-    TpuGraphs collection; graphs already written are skipped (docs/configs_dataset.md)."""
+    """Measure compiler configurations with Apache TVM; write a TpuGraphs collection.
+
+    Needs the optional extra \\[tvm]. Graphs already written are skipped, so a rerun
+    continues (docs/configs_dataset.md)."""
     from dagopt.cli.output import progress_on_terminal
     from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
 

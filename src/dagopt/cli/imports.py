@@ -33,8 +33,9 @@ def import_model(
         ),
     ] = None,
 ) -> None:
-    """Import an ONNX model or an OpenVINO IR (.xml) as a graph file whose node list keeps
-    the model's node order."""
+    """Import an ONNX model or an OpenVINO IR (.xml) as a graph file.
+
+    The graph's node list keeps the model's node order."""
     check_output(out, model)
     if model.suffix.lower() == ".xml":
         if assume_size is not None:

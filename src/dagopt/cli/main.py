@@ -78,7 +78,8 @@ class _UserErrorGroup(TyperGroup):
 app = typer.Typer(
     cls=_UserErrorGroup,
     name="dagopt",
-    help="Optimize computation graphs: execution orders that minimize peak memory.",
+    help="Optimize computation graphs: execution orders of least peak memory, device"
+    " placements, and learned rankings of compiler configurations.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,

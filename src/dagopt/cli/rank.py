@@ -9,7 +9,9 @@ from dagopt.cli.output import check_output, console
 
 
 def rank(
-    graph: Annotated[Path, typer.Argument(help="TpuGraphs .npz file (tile or layout).")],
+    graph: Annotated[
+        Path, typer.Argument(metavar="GRAPH", help="TpuGraphs .npz file (tile or layout).")
+    ],
     model: Annotated[
         Path | None,
         typer.Option(

@@ -195,9 +195,10 @@ def evaluate(
         ),
     ] = 10.0,
 ) -> None:
-    """Peak memory of the order in ORDER on GRAPH, next to the strongest lower bound found
-    in --bound-time seconds (``branch_bound``: the cut bound, then branching on
-    precedences; "proved optimal" when it meets the peak) and the recorded peak."""
+    """Peak memory of the order in ORDER on GRAPH, a lower bound, and the recorded peak.
+
+    The bound is the strongest found in --bound-time seconds (branch_bound: the cut
+    bound, then branching on precedences); "proved optimal" when it meets the peak."""
     graph = load(graph_path)
     order_file = read_order(order_path, graph)
     steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)

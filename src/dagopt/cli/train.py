@@ -244,8 +244,10 @@ def tgraph_ensemble(
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The merged model file.")],
 ) -> None:
-    """Merge trained TGraph models (say, one recipe's runs with other seeds) into one
-    ensemble that averages all their members (paper 002, section 2.5.3)."""
+    """Merge trained TGraph models into one ensemble that averages all their members.
+
+    Say, one recipe's runs with other seeds: the fold ensemble of paper 002, section
+    2.5.3, over more folds than one run keeps."""
     from dagopt.cli.output import check_output
     from dagopt.nn.checkpoint import save_model
     from dagopt.rank.tgraph import merge_rankers

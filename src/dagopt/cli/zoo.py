@@ -43,8 +43,9 @@ class Mode(StrEnum):
 
 @zoo_app.command("list")
 def list_models(cache_dir: CacheOption = None) -> None:
-    """The catalogue: each model's family, inputs, and node counts of the cached graphs;
-    then the held-out multi-branch CNNs (family ``cnn, held out``)."""
+    """The catalogue: each model's family, inputs, and node counts of cached graphs.
+
+    Then the held-out multi-branch CNNs (family "cnn, held out")."""
     from dagopt.zoo import HELD_OUT_MODELS, MODELS, SIZES, read_cached
 
     table = Table(title="model zoo (nodes: small / large, - when not cached)")
