@@ -245,3 +245,38 @@ def test_failed_atomic_write_keeps_old_file_and_no_temp_file(graph, tmp_path, mo
         write_graph_json(graph, target)
     assert target.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json"]
+
+
+def test_atomic_write_goes_through_a_symbolic_link(graph, tmp_path):
+    destination = tmp_path / "real.json"
+    destination.write_text("old")
+    link = tmp_path / "link.json"
+    link.symlink_to(destination)
+    write_graph_json(graph, link)
+    assert link.is_symlink()
+    assert read_graph_json(destination).num_nodes == graph.num_nodes
+
+
+def test_atomic_write_writes_into_a_fifo_instead_of_replacing_it(graph, tmp_path):
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_graph_json(graph, fifo)
+    reader.join(timeout=30)
+    assert fifo.is_fifo()
+    assert json.loads(received[0])["nodes"]
+
+
+def test_atomic_write_errors_name_the_target_not_the_temporary_file(graph, tmp_path, monkeypatch):
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".g.json.abc.tmp"))
+
+    monkeypatch.setattr(dagopt.io.atomic.tempfile, "mkstemp", refused)
+    with pytest.raises(PermissionError) as err:
+        write_graph_json(graph, tmp_path / "g.json")
+    assert err.value.filename == str(tmp_path / "g.json")

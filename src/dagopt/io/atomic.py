@@ -32,8 +32,15 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
 
     A directory at ``path``, or a file where one of its folders should be, is an
     ``OSError`` naming that path (not the temporary file) before anything is written.
+    A symbolic link is written through (its destination is replaced, the link kept), and
+    an existing file that is not a regular one (``/dev/null``, a FIFO) is written into
+    as ``open(path, "wb")`` would, never renamed over. Returns ``path``.
     """
-    target = Path(path)
+    target = Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)
+    if _is_special(target):
+        with open(target, "wb") as handle:
+            handle.write(data)
+        return Path(path)
     if target.is_dir():  # os.replace would fail naming the temporary file, not the target
         raise IsADirectoryError(errno.EISDIR, "is a directory, not a file", str(target))
     try:
@@ -44,7 +51,10 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
             raise
         message = "is a file, not a directory"
         raise NotADirectoryError(errno.ENOTDIR, message, str(files[0])) from None
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:  # name the user's path, not the temporary file's
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), _mode_for(target))
@@ -52,10 +62,24 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename != tmp:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return target
+    return Path(path)
+
+
+def _is_special(target: Path) -> bool:
+    """Whether ``target`` exists and is neither a regular file nor a directory."""
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def write_torch_atomic(path: str | os.PathLike, obj: object) -> Path:
