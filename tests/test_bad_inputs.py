@@ -105,6 +105,41 @@ def nan_weights(document: dict) -> dict:
     return {**document, "state_dict": state}
 
 
+def example(name: str) -> Callable[[], bytes]:
+    """The bytes of a shipped example file (``dagopt examples``)."""
+    from dagopt.data import example_bytes
+
+    return lambda: example_bytes(name)
+
+
+def ranker(collection: str) -> Callable[[], bytes]:
+    """The bytes of the TGraph model shipped for ``collection`` (conftest's copy)."""
+    from dagopt.models import model_path
+    from dagopt.rank.tgraph import shipped_model_name
+
+    return lambda: model_path(shipped_model_name(collection)).read_bytes()
+
+
+def one_runtime_layout() -> bytes:
+    """The example layout file with every configuration's runtime made equal."""
+    import dataclasses
+
+    import numpy as np
+
+    from dagopt.io.tpugraphs import read_tpugraphs, write_tpugraphs
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "l.npz"
+        path.write_bytes(example("layout-program.npz")())
+        record = read_tpugraphs(path)
+        flat = np.full_like(record.config_runtime, 7)
+        return write_tpugraphs(dataclasses.replace(record, config_runtime=flat), path).read_bytes()
+
+
+TILE, LAYOUT = example("tile-kernel.npz"), example("layout-program.npz")
+TILE_TRAIN, LAYOUT_TRAIN = "d/npz/tile/xla/train", "d/npz/layout/xla/random/train"
+NEW_TGRAPH_RUN = "train tgraph --collection layout:xla:random --data d --run-dir run"
+
 #: Files of every row's working directory: a valid graph, order and placement, an
 #: output written before the command (rows write ``-o out.json`` to show it survives),
 #: a text file (a path through it is no folder), JSON nested 100k deep, binary bytes.
@@ -362,6 +397,56 @@ ROWS = [
     Row("train-brkga-output-a-list", "train brkga --objective runtime --graphs 1 -o l.json",
         "not a tuned BRKGA parameters file", {"l.json": "[]"}),
     Row("train-brkga-zero-graphs", "train brkga --objective runtime --graphs 0", "'--graphs'"),
+    # ------------------------------------------------ rank, train tgraph, tgraph-ensemble
+    Row("rank-negative-seed", "rank t.npz --seed -1", "'--seed'", {"t.npz": TILE}),
+    Row("rank-a-directory", "rank adir", "adir: is a directory", {"adir/keep.txt": "x"}),
+    Row("rank-model-a-directory", "rank t.npz --model adir", "adir: is a directory",
+        {"t.npz": TILE, "adir/keep.txt": "x"}),
+    Row("rank-unknown-collection", "rank t.npz --collection bogus", "unknown collection 'bogus'",
+        {"t.npz": TILE}),
+    Row("rank-unknown-collection-with-model", "rank l.npz --model m.pt --collection layout:foo",
+        "unknown collection 'layout:foo'",
+        {"l.npz": LAYOUT, "m.pt": ranker("layout:xla:random")}),
+    Row("rank-model-of-another-collection",
+        "rank l.npz --model m.pt --collection layout:nlp:random",
+        "m.pt is a model of layout:xla:random, not of collection layout:nlp:random",
+        {"l.npz": LAYOUT, "m.pt": ranker("layout:xla:random")}),
+    Row("rank-out-a-directory", "rank t.npz --out adir", "adir: is a directory, not a file",
+        {"t.npz": TILE, "adir/keep.txt": "x"}),
+    Row("rank-out-under-a-file", "rank t.npz --collection tile:xla --out notes.txt/x.csv",
+        "notes.txt: is a file, not a directory", {"t.npz": TILE}),
+    Row("train-tgraph-negative-seed", f"{NEW_TGRAPH_RUN} --set seed=-1",
+        "training option 'seed' must be >= 0"),
+    Row("train-tgraph-no-splits", f"{NEW_TGRAPH_RUN} --set splits=[]", "splits is empty"),
+    Row("train-tgraph-a-split-twice", [*shlex.split(NEW_TGRAPH_RUN), "--set",
+        'splits=["train", "train"]'], "splits names a split twice"),
+    Row("train-tgraph-without-data", "train tgraph --collection layout:xla:random --run-dir run",
+        "--data is required for a new run"),
+    Row("train-tgraph-layout-file-in-tile-collection",
+        "train tgraph --collection tile:xla --data d --run-dir run",
+        "b.npz: a layout file in tile collection tile:xla",
+        {f"{TILE_TRAIN}/a.npz": TILE, f"{TILE_TRAIN}/b.npz": LAYOUT}),
+    Row("train-tgraph-tile-file-in-layout-collection", NEW_TGRAPH_RUN,
+        "b.npz: a tile file in layout collection layout:xla:random",
+        {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": TILE}),
+    Row("train-tgraph-one-runtime", NEW_TGRAPH_RUN,
+        "b.npz: nothing to rank: its 200 configurations all have the same runtime",
+        {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": one_runtime_layout}),
+    Row("train-tgraph-more-folds-than-graphs",  # fails before fold 0 trains: no run left
+        f"{NEW_TGRAPH_RUN} --set folds=3 --set train_folds=3 --set keep_folds=1",
+        "fold 2 would have no validation graph: 2 graphs of layout:xla:random fill fewer "
+        "than 3 folds", {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": LAYOUT}),
+    Row("train-tgraph-resume-with-set", "train tgraph --run-dir run --resume --set epochs=5",
+        "run: --set would change the run's config.json",
+        {"run/config.json": "{}", "run/state.pt": BINARY}),
+    Row("tgraph-ensemble-a-directory", "train tgraph-ensemble adir m.pt -o new.pt",
+        "adir: is a directory", {"adir/keep.txt": "x", "m.pt": ranker("layout:xla:random")}),
+    Row("tgraph-ensemble-one-file-twice", "train tgraph-ensemble m.pt adir/../m.pt -o new.pt",
+        "adir/../m.pt: named twice (also as m.pt)",
+        {"adir/keep.txt": "x", "m.pt": ranker("layout:xla:random")}),
+    Row("tgraph-ensemble-two-collections", "train tgraph-ensemble m.pt n.pt -o new.pt",
+        "models of different collections: m.pt (layout:xla:random); n.pt (layout:nlp:random)",
+        {"m.pt": ranker("layout:xla:random"), "n.pt": ranker("layout:nlp:random")}),
     # ------------------------------------------------ zoo, methods, demo, generate, root
     Row("zoo-unknown-model", "zoo export nope --mode inference", "unknown zoo model 'nope'"),
     Row("zoo-unknown-mode", "zoo export gpt2 --mode nope", "'--mode'"),

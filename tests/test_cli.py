@@ -332,6 +332,14 @@ def test_examples_writes_the_shipped_files_and_keeps_existing_ones(tmp_path):
     assert load(tmp_path / "tiny.json").num_nodes == 6
 
 
+def test_examples_checks_every_target_before_writing_any(tmp_path):
+    """A folder in the place of the fifth example file: an error, and none written."""
+    (tmp_path / "tile-kernel.npz").mkdir()
+    result = dagopt("examples", "--out", tmp_path, "--force")
+    assert_user_error(result, "tile-kernel.npz: is a directory, not a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["tile-kernel.npz"]
+
+
 def test_schedule_anytime_takes_its_options(medium):
     result = dagopt("schedule", medium, "-m", "anytime", "--window", 4, "--windows", 3)
     assert result.exit_code == 0, result.output

@@ -36,10 +36,41 @@ def test_simulated_env_places_a_graph_file_and_says_it_is_simulated(graph_file, 
         (["--env", "simulated", "--devices", "2"], "--env needs device names"),
         (["--devices", "cpu,cuda:0"], "need --env"),
         (["--env", "simulated", "--devices", "cpu,gpu", "--profile", "x.json"], "--profile"),
+        (["--env", "simulated", "--devices", "cpu,,gpu"], "--devices has an empty entry"),
+        (["--env", "torch", "--devices", "cpu,cpu", "--noise", "0.1"], "--noise is for --env"),
+        (["--noise", "0.1"], "--noise needs --env"),
+        (["--set", "hidden=-3", "--env", "simulated", "--devices", "cpu,gpu"], "hidden >= 1"),
+    ]
+    + [
+        (["--env", "simulated", "--devices", "cpu,gpu", *option], f"{option[0]} is for the")
+        for option in (
+            ["--objective", "peak-memory"],
+            ["--memory-gib", "3"],
+            ["--speeds", "1,2"],
+            ["--latency", "1e-3"],
+            ["--bandwidth", "1e9"],
+            ["--estimate-runtime"],
+            ["--peak-flops", "1e12"],
+            ["--mem-bandwidth", "1e9"],
+        )
     ],
 )
 def test_impossible_combinations_are_one_line_errors(graph_file, args, fragment):
     assert_user_error(dagopt("place", graph_file, "--method", "hsdag", *args), fragment)
+
+
+def test_a_model_that_is_no_file_and_no_zoo_model_is_named():
+    result = dagopt("place", "nosuchmodel", "--method", "hsdag", "--env", "simulated",
+                    "--devices", "cpu,gpu")  # fmt: skip
+    assert_user_error(result, "no such file or zoo model: nosuchmodel")
+
+
+def test_the_time_limit_reaches_the_env_placer(graph_file):
+    result = dagopt("place", graph_file, "--method", "hsdag", "--env", "simulated",
+                    "--devices", "cpu,gpu", "--set", "episodes=1000000", "--set", "steps=2",
+                    "--time-limit", "0.2")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "the time limit stopped it after" in result.stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error of a CPU-only machine")

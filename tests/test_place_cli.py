@@ -48,6 +48,7 @@ def test_generate_place_and_evaluate_round_trip(tmp_path):
     document = json.loads(out.read_text())
     assert set(document) == {
         "graph",
+        "graph_hash",
         "method",
         "objective",
         "devices",
@@ -96,7 +97,7 @@ def test_device_options_reach_the_cost_model(placement_graph, tmp_path):
     assert len(peaks) == 3
     assert max(json.loads(out.read_text())["devices"].values()) <= 2
     result = dagopt("evaluate-placement", placement_graph, out, "-d", 2)
-    assert_user_error(result, "but the devices are 0..1")
+    assert_user_error(result, "but the devices are 0..1 (a placement file does not record")
 
 
 def test_estimate_runtime_for_graphs_without_runtimes(tmp_path):
@@ -141,10 +142,46 @@ def test_placement_with_a_bad_order(placement_graph, tmp_path):
         (("-m", "brkga", "--speeds", "1,2,3"), "3 factors for 2 devices"),
         (("-m", "brkga", "--set", "population"), "--set expects key=value"),
         (("-m", "brkga", "--set", "colour=3"), "has no option 'colour'"),
+        (("-m", "brkga", "--devices", "-1"), "a count must be at least 1"),
+        (("-m", "brkga", "--memory-gib", "0"), "0 is not in the range x>0"),
+        (("-m", "brkga", "--set", "evaluations=10", "--evaluations", 20), "both give"),
+        (("-m", "brkga", "--set", "population=2.5"), "option 'population' must be int"),
+        (("-m", "local-search", "--set", "patience=2.5"), "option 'patience' must be int"),
+        (("-m", "hsdag", "--set", "lr=abc"), "option 'lr' must be a number"),
+        (("-m", "placeto", "--set", "episodes=2.5"), "option 'episodes' must be int"),
+        (("-m", "rnn-placer", "--set", "hidden=-3"), "hidden >= 1"),
+        (("-m", "brkga", "--profile", "p.json"), "--profile needs --env"),
     ],
 )
 def test_bad_place_arguments(args, fragment, placement_graph):
     assert_user_error(dagopt("place", placement_graph, *args), fragment)
+
+
+def test_memory_gib_help_says_more_than_zero():
+    result = dagopt("place", "--help")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if "--memory-gib" in line)
+    text = " ".join(line.strip("│ ") for line in lines[at : at + 3])
+    assert "GiB (> 0)" in text and "x>=0" not in lines[at]
+
+
+def test_a_folder_without_out_dir_says_so(placement_graph):
+    assert_user_error(dagopt("place", placement_graph.parent, "-m", "brkga"), "needs --out-dir")
+
+
+def test_a_placement_for_another_graph_is_refused(placement_graph, tmp_path):
+    out = tmp_path / "p.json"
+    result = dagopt("place", placement_graph, "-m", "single-device", "-o", out)
+    assert result.exit_code == 0, result.output
+    other = write_graph_json(generate_placement(40, seed=12), tmp_path / "other.json")
+    result = dagopt("evaluate-placement", other, out)
+    assert_user_error(result, "made for graph 'placement-40-s11', not for graph 'placement-40-s12'")
+    legacy = json.loads(out.read_text())
+    del legacy["graph_hash"]
+    legacy_path = write_json(tmp_path / "legacy.json", legacy)
+    assert_user_error(dagopt("evaluate-placement", other, legacy_path), "a different name")
+    assert dagopt("evaluate-placement", placement_graph, legacy_path).exit_code == 0
 
 
 def test_memory_limit_is_reported(placement_graph):

@@ -1,12 +1,14 @@
 """The HSDAG placer (paper 004, section 2.5): per-graph REINFORCE on the cost model."""
 
+import time
+
 import numpy as np
 import pytest
 
 from dagopt import InputError
 from dagopt.generate.placement import generate_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
-from dagopt.place import PlacementProblem, place
+from dagopt.place import PlacementProblem, base, place
 
 SMALL = {"episodes": 3, "steps": 5, "hidden": 16}
 
@@ -46,5 +48,38 @@ def test_bad_options_are_input_errors():
     graph = generate_placement(30, seed=1)
     with pytest.raises(InputError, match="baseline must be"):
         place(graph, "hsdag", baseline="critic", **SMALL)
-    with pytest.raises(InputError, match="episodes >= 1"):
+    with pytest.raises(InputError, match="episodes, steps and hidden >= 1"):
         place(graph, "hsdag", episodes=0)
+
+
+LEARNED = ("hsdag", "placeto", "rnn-placer")
+
+
+@pytest.mark.parametrize("method", LEARNED)
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"lr": "abc"}, "option 'lr' must be a number, got str 'abc'"),
+        ({"lr": float("nan")}, "finite lr > 0"),
+        ({"lr": float("inf")}, "finite lr > 0"),
+        ({"episodes": "abc"}, "option 'episodes' must be int"),
+        ({"episodes": 2.5}, "option 'episodes' must be int, got float 2.5"),
+        ({"hidden": -3}, "hidden >= 1, got hidden=-3"),
+        ({"steps": 0}, "got steps=0"),
+    ],
+)
+def test_learned_placers_check_their_options(method, options, fragment):
+    graph = generate_placement(20, seed=1)
+    with pytest.raises(InputError, match=fragment):
+        place(graph, method, **{**SMALL, **options})
+
+
+@pytest.mark.parametrize("method", LEARNED)
+def test_a_time_limit_stops_a_huge_episode_count(method, monkeypatch):
+    monkeypatch.setattr(base, "_warmed_up", set())  # the warm-up run obeys the limit too
+    graph = generate_placement(30, seed=2)
+    began = time.perf_counter()
+    result = place(graph, method, time_limit=0.2, seed=0, episodes=20_000, steps=2, hidden=8)
+    assert time.perf_counter() - began < 10  # without the limit: minutes
+    assert result.info["stopped_by_time_limit"] and 1 <= result.info["episodes"] < 20_000
+    assert result.device_of.shape == (graph.num_nodes,) and result.feasible

@@ -3,6 +3,7 @@ resume and the ``dagopt rank`` / ``dagopt train tgraph`` commands, on SYNTHETIC 
 (random runtimes: these tests check mechanics, not ranking quality)."""
 
 import dataclasses
+import re
 from pathlib import Path
 
 import numpy as np
@@ -475,6 +476,31 @@ def test_merged_runs_average_all_their_members(tmp_path):
         assert not (tmp_path / "x.pt").exists()
 
 
+def test_merging_refuses_a_member_twice_and_mixed_collections(tmp_path):
+    """A run and one of its own folds share a member, a file named twice counts twice,
+    and models recording other collections do not mix: each a one-line error."""
+    graph = graph_for("layout")
+    a, b, c = (model_for(CONFIGS["tgraph-layout"], [graph], seed=s) for s in (1, 2, 3))
+    random, nlp = ({"collection": "layout:xla:random"}, {"collection": "layout:nlp:random"})
+    save_model(tmp_path / "run.pt", TGraphEnsemble.of([a, b]), random)
+    save_model(tmp_path / "fold.pt", b, {"fold": 1, "config": {"collection": "layout:xla:random"}})
+    save_model(tmp_path / "other.pt", c, nlp)
+    merged = tmp_path / "merged.pt"
+    save_model(merged, TGraphEnsemble.of([c]), {"merged_from": [{"path": "x", "meta": random}]})
+    for files, message in (
+        (
+            ["run.pt", "fold.pt"],
+            "run.pt and " + str(tmp_path / "fold.pt") + " hold the same member",
+        ),
+        (["run.pt", "run.pt"], "run.pt: named twice"),
+        (["run.pt", "other.pt"], "models of different collections"),
+        (["merged.pt", "other.pt"], "merged.pt (layout:xla:random); "),
+    ):
+        with pytest.raises(InputError, match=re.escape(message)):
+            merge_rankers([tmp_path / name for name in files])
+    assert len(merge_rankers([tmp_path / "run.pt", merged])[0].members) == 3
+
+
 def test_the_learning_rate_warms_up_then_follows_one_cosine():
     factor = warmup_cosine(105, 0.05)  # 5 warm-up steps, then 100 of cosine
     assert [round(factor(s), 3) for s in (0, 4, 5, 55, 105)] == [0.2, 1.0, 1.0, 0.5, 0.0]
@@ -529,11 +555,31 @@ def test_step_budget_caps_the_steps(tmp_path):
         ({"companions": ("tile:xla",)}, "not another layout collection"),
         ({"companions": ("layout:xla:random",)}, "not another layout collection"),
         ({"companions": ("layout:nlp:random",) * 2}, "named twice"),
+        ({"seed": -1}, "'seed' must be >= 0"),
+        ({"splits": ()}, "splits is empty"),
+        ({"splits": ("train", "valid", "train")}, "names a split twice"),
+        ({"splits": ("training",)}, "unknown split 'training'"),
     ],
 )
 def test_bad_training_options_are_one_line_errors(changes, message):
     with pytest.raises(InputError, match=message):
         tiny_run(**changes)
+
+
+def test_a_hopeless_run_fails_before_its_run_directory_exists(tmp_path):
+    """Folds left without validation graphs, a graph with nothing to rank (one
+    configuration, or one runtime for all): errors before any fold trains, no run left."""
+    graphs = [graph_for("layout", seed=s) for s in range(4)]
+    single = dataclasses.replace(graph_for("layout", configs=1), name="single")
+    flat = dataclasses.replace(graphs[0], name="flat", runtimes=np.full(24, 3.0))
+    for config, given, message in (
+        (tiny_run(folds=6, train_folds=6), graphs, "fold 4 would have no validation graph"),
+        (tiny_run(), [*graphs, single], "single: nothing to rank: one configuration"),
+        (tiny_run(), [*graphs, flat], "flat: nothing to rank: its 24 configurations all"),
+    ):
+        with pytest.raises(InputError, match=message):
+            train_tgraph(tmp_path / "run", config, graphs=given)
+        assert not (tmp_path / "run").exists()
 
 
 def test_a_companion_graph_takes_its_namesakes_fold_and_one_without_is_left_out():
@@ -589,6 +635,7 @@ def test_cli_trains_then_ranks(collection, tmp_path):
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "fold 0 epoch 0" in result.stdout
+    assert "(model.pt; per fold in fold-K/: model.pt, metrics.csv" in result.stdout
     test = collection / "npz/layout/xla/random/test/synthetic-test-000.npz"
     out = tmp_path / "sub.csv"
     result = dagopt(
@@ -605,9 +652,11 @@ def test_cli_trains_then_ranks(collection, tmp_path):
 
 def test_cli_errors_are_one_line(collection, tmp_path):
     test = collection / "npz/layout/xla/random/test/synthetic-test-000.npz"
-    tile_model = tmp_path / "tile.pt"
+    tile_model, layout_model = tmp_path / "tile.pt", tmp_path / "layout.pt"
     graph = graph_for("tile")
     save_model(tile_model, model_for(CONFIGS["tgraph-tile"], [graph]), {})
+    layout = model_for(CONFIGS["tgraph-layout"], [graph_for("layout")])
+    save_model(layout_model, layout, {"collection": "layout:xla:random"})
     (tmp_path / "x.npz").write_text("nope")
     cases = [
         (["rank", test], "a layout graph: pass --collection"),
@@ -615,7 +664,15 @@ def test_cli_errors_are_one_line(collection, tmp_path):
         (["rank", test, "--collection", "layout:foo:bar"], "unknown collection"),
         (["rank", test, "--model", tile_model], "a layout graph, but the model ranks tile"),
         (["rank", tmp_path / "x.npz", "--model", tile_model], "not an npz archive"),
-        (["rank", test, "--model", tile_model, "--out", tmp_path / "o.csv"], "needs --collection"),
+        (
+            ["rank", test, "--model", layout_model, "--out", tmp_path / "o.csv"],
+            "needs --collection",
+        ),
+        (
+            ["rank", test, "--model", layout_model, "--collection", "layout:nlp:random"],
+            "layout.pt is a model of layout:xla:random, not of collection layout:nlp:random",
+        ),
+        (["rank", test, "--model", layout_model, "--collection", "layout:foo"], "unknown coll"),
         (
             [
                 "train",
@@ -668,6 +725,19 @@ def test_rank_uses_the_model_shipped_for_the_collection():
     result = dagopt("rank", layout, "--collection", "layout:nlp:default", "--tta", "2")
     assert result.exit_code == 0, result.output
     assert len(result.stdout.splitlines()) == 2 + 5
+
+
+def test_rank_checks_out_before_ranking_and_knows_a_tile_files_collection(tmp_path):
+    """An --out that cannot be written fails before any ranking is printed; a tile
+    file's submission ID is tile:xla without --collection."""
+    tile = sorted((MEASURED / "npz/tile/xla/test").glob("*.npz"))[0]
+    result = dagopt("rank", tile, "--tta", "1", "--out", tmp_path)
+    assert result.exit_code == 2 and "is a directory, not a file" in result.stderr
+    assert result.stdout == ""
+    out = tmp_path / "sub.csv"
+    result = dagopt("rank", tile, "--tta", "1", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert list(read_submission(out)) == [f"tile:xla:{tile.stem}"]
 
 
 @pytest.mark.parametrize("collection", ["layout:nlp:random", "layout:xla:default"])

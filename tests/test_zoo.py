@@ -166,6 +166,13 @@ def test_cli_unknown_model_is_a_one_line_error_with_exit_2():
     assert "whisper-tiny-encoder" in line
 
 
+def test_cli_missing_mode_is_one_line_without_tabs():
+    result = runner.invoke(app, ["zoo", "export", "gpt2"])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line == "error: missing option '--mode': inference or training"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["inference", "training"])
 @pytest.mark.parametrize("name", [model.name for model in MODELS])

@@ -20,10 +20,15 @@ def examples(
     """Write the example files to DIR.
 
     A graph, a small ONNX CNN, quick training configs and two TpuGraphs files."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: is a file, not a directory")
     targets = [out / name for name in EXAMPLE_FILES]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:
         raise InputError(f"{existing[0]} exists; pass --force to replace the example files")
+    folder = next((t for t in targets if t.is_dir()), None)  # checked before any is written
+    if folder is not None:
+        raise InputError(f"{folder}: is a directory, not a file; nothing written")
     for name, target in zip(EXAMPLE_FILES, targets, strict=True):
         write_bytes_atomic(target, example_bytes(name))
     console.print(f"wrote {', '.join(str(t) for t in targets)}", markup=False)

@@ -32,8 +32,9 @@ from dagopt.errors import DagoptError
 
 def _usage_error(exc: UsageError) -> typer.Exit:
     """A usage error as one ``error:`` line naming the command's help, instead of typer's
-    multi-line panel. (typer >= 0.29 raises its own copy of click's exceptions.)"""
-    message = exc.format_message().rstrip(".")
+    multi-line panel, its white space folded (click lists choices on tab-indented lines).
+    (typer >= 0.29 raises its own copy of click's exceptions.)"""
+    message = " ".join(exc.format_message().split()).rstrip(".")
     if exc.ctx is not None:
         message += f"; see '{exc.ctx.command_path} --help'"
     return fail(message, exc.exit_code)

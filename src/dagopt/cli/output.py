@@ -1,6 +1,7 @@
 """Shared console output: number formatting, the rich consoles, and user-error reporting."""
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,3 +91,19 @@ def fmt_seconds(seconds: float, setup: float = 0.0) -> str:
     if setup >= 0.05:
         line += f" (+ {format_seconds(setup)} s one-time setup)"
     return line
+
+
+def check_writable(out: Path) -> None:
+    """Fail before any work if ``out`` cannot be written: a directory, a file where a
+    folder should be, or a folder that refuses a new file (probed with a temporary one)."""
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory, not a file")
+    folder = next(p for p in out.parents if p.exists())
+    if not folder.is_dir():
+        raise InputError(f"{folder}: is a file, not a directory")
+    if out.exists() and not out.is_file():  # /dev/null, a FIFO: written into, not replaced
+        return
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write there ({exc.strerror})") from None

@@ -42,8 +42,20 @@ DevicesOpt = Annotated[
         "--devices", "-d", min=1, max=MAX_DEVICES, help=f"Number of devices (1..{MAX_DEVICES})."
     ),
 ]
+
+
+def _positive_memory(value: float) -> float:
+    """``--memory-gib``'s check: a device's memory must be > 0 (a ``min`` would allow 0)."""
+    if not value > 0:
+        raise typer.BadParameter(f"{value:g} is not in the range x>0.")
+    return value
+
+
 MemoryOpt = Annotated[
-    float, typer.Option("--memory-gib", min=0, help="Memory of each device, GiB.")
+    float,
+    typer.Option(
+        "--memory-gib", callback=_positive_memory, help="Memory of each device, GiB (> 0)."
+    ),
 ]
 SpeedsOpt = Annotated[
     str | None,
@@ -143,44 +155,123 @@ class PlaceJob:
         )
 
 
+def _stopped(result) -> str:
+    """``"; the time limit stopped it after N episodes"`` when it did, else ``""``."""
+    if not result.info.get("stopped_by_time_limit"):
+        return ""
+    return f"; the time limit stopped it after {result.info['episodes']} episodes"
+
+
 def _result_line(graph: Graph, result) -> str:
     return (
         f"{result.method} ({result.objective}): "
         f"{_summary(result, result.seconds, result.setup_seconds)}, "
         f"{result.evaluations} evaluations, proved optimal: {fmt_proved(result.proved_optimal)}"
+        f"{_stopped(result)}"
     )
 
 
 def _device_list(devices: str) -> int | list[str]:
     """``--devices`` of ``place``: a count (the simulator on a graph file) or device
-    names for ``--env`` (``cpu,cuda:0``)."""
+    names for ``--env`` (``cpu,cuda:0``, no empty entry)."""
     text = devices.strip()
-    if text.isdigit():
-        count = int(text)
-        if not 1 <= count <= MAX_DEVICES:
+    if not text.lstrip("+-").isdigit():
+        names = [part.strip() for part in text.split(",")]
+        if not all(names):
             raise InputError(
-                f"invalid value for '--devices': {text} (a count must be at least 1 and less "
-                f"than or equal to {MAX_DEVICES}; device names need --env)"
+                f"--devices has an empty entry in {devices!r} (give names like cpu,cuda:0)"
             )
-        return count
-    return [part.strip() for part in text.split(",") if part.strip()]
+        return names
+    count = int(text)
+    if not 1 <= count <= MAX_DEVICES:
+        raise InputError(
+            f"invalid value for '--devices': {text} (a count must be at least 1 and less "
+            f"than or equal to {MAX_DEVICES}; device names need --env)"
+        )
+    return count
 
 
-def _place_in_env(model: str, method: str, env: str, names, profile, noise, seed, options):
+#: ``place``'s options of the simulator's cost model (parameter name: flag): ``--env``
+#: brings its own latency model, so none of them may be given with it.
+SIMULATOR_OPTIONS = {
+    "objective": "--objective",
+    "memory_gib": "--memory-gib",
+    "speeds": "--speeds",
+    "latency": "--latency",
+    "bandwidth": "--bandwidth",
+    "estimate_runtime": "--estimate-runtime",
+    "peak_flops": "--peak-flops",
+    "mem_bandwidth": "--mem-bandwidth",
+}
+#: The environments whose latency model adds ``--noise`` (the others measure).
+NOISY_ENVS = ("simulated", "profiled")
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the option of parameter ``name`` was given (not left at its default)."""
+    source = ctx.get_parameter_source(name)  # an enum of the click that typer runs on
+    return source is not None and source.name != "DEFAULT"
+
+
+def _check_env_options(ctx: typer.Context, env: str | None, names: int | list[str]) -> None:
+    """``InputError`` for an option that the setup does not use: the simulator's cost
+    model options with ``--env``, ``--noise`` with a measuring ``--env``, and device
+    names, ``--profile`` or ``--noise`` without ``--env``."""
+    if env is not None:
+        for name, flag in SIMULATOR_OPTIONS.items():
+            if _given(ctx, name):
+                raise InputError(
+                    f"{flag} is for the simulator on a graph file; --env {env} has its own "
+                    "latency model"
+                )
+        if _given(ctx, "noise") and env not in NOISY_ENVS:
+            raise InputError(f"--noise is for --env {' or '.join(NOISY_ENVS)}, not {env}")
+        return
+    if isinstance(names, list):
+        raise InputError(f"device names ({','.join(names)}) need --env; without it give a count")
+    for name in ("profile", "noise"):
+        if _given(ctx, name):
+            raise InputError(f"--{name} needs --env")
+
+
+def _merge_option(options: dict[str, Any], name: str, flag: str, value: Any) -> None:
+    """Put ``flag``'s ``value`` into the ``--set`` ``options`` as ``name`` (when given);
+    both giving it is an ``InputError``."""
+    if value is None:
+        return
+    if name in options:
+        raise InputError(f"{flag} and --set {name}=... both give {name}: give one")
+    options[name] = value
+
+
+def _check_model(model: str) -> None:
+    """``InputError`` unless ``model`` (``--env``'s MODEL) is a file or a zoo model."""
+    from dagopt.zoo import model_names
+
+    if not Path(model).exists() and model not in model_names():
+        raise InputError(f"no such file or zoo model: {model} (see `dagopt zoo list`)")
+
+
+def _place_in_env(
+    model: str, method: str, env: str, names, profile, noise, seed, time_limit, options
+):
     """``dagopt place MODEL --env ENV --devices NAMES`` (paper 004's environments)."""
     from dagopt.bench.latency_envs import latency_env
     from dagopt.place import place
 
     if isinstance(names, int):
         raise InputError("--env needs device names, e.g. --devices cpu,cuda:0")
+    _check_model(model)
     target = latency_env(model, env, names, profile=profile, noise=noise,
                          seed=0 if seed is None else seed)  # fmt: skip
     with progress_on_terminal():
-        result = place(target.graph, method, cost_model=target.env, seed=seed, **options)
+        result = place(target.graph, method, cost_model=target.env, seed=seed,
+                       time_limit=time_limit, **options)  # fmt: skip
     return result, target
 
 
 def place_command(
+    ctx: typer.Context,
     graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Placer (see `dagopt methods`).")],
     devices: Annotated[
@@ -243,33 +334,34 @@ def place_command(
     With --out-dir, every GRAPH (files or folders) gets DIR/<name>.placement.json, run
     on --jobs local processes or a --ray cluster (docs/scaling.md)."""
     from dagopt.place import get_placer  # the simulator's numba kernels load here
+    from dagopt.place.base import check_placer_options
 
     check_batch(graph_paths, out_dir, out, jobs, ray)
-    get_placer(method)
+    if out_dir is None and graph_paths[0].is_dir():
+        raise InputError(f"{graph_paths[0]} is a folder: placing its graphs needs --out-dir DIR")
+    spec = get_placer(method)
     names = _device_list(devices)
+    _check_env_options(ctx, env, names)
     options = parse_settings(settings or [])
-    if evaluations is not None:
-        options["evaluations"] = evaluations
-    if checkpoint is not None:
-        options["checkpoint"] = checkpoint
+    _merge_option(options, "evaluations", "--evaluations", evaluations)
+    _merge_option(options, "checkpoint", "--checkpoint", checkpoint)
+    check_placer_options(spec, options)
     if env is not None:
         if len(graph_paths) > 1 or out_dir is not None:
             raise InputError("--env places one model at a time (no --out-dir batch)")
         check_output(out, graph_paths[0])
         result, target = _place_in_env(
-            str(graph_paths[0]), method, env, names, profile, noise, seed, options
+            str(graph_paths[0]), method, env, names, profile, noise, seed, time_limit, options
         )
         line = (
             f"{method} ({target.kind}, {env} on {','.join(names)}): latency "
             f"{result.makespan:.6g} s, {fmt_seconds(result.seconds, result.setup_seconds)}, "
-            f"{result.evaluations} evaluations, {target.env.failures} failed"
+            f"{result.evaluations} evaluations, {target.env.failures} failed{_stopped(result)}"
         )
         if out is not None:
             line += f"; wrote {write_placement(out, target.graph, result)}"
         console.print(line, markup=False)
         return
-    if isinstance(names, list) or profile is not None or noise:
-        raise InputError("device names, --profile and --noise need --env")
     device_set = _devices(names, memory_gib, speeds, latency, bandwidth)
     job = PlaceJob(
         method,

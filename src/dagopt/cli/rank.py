@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from dagopt.cli.output import check_output, console
+from dagopt.cli.output import check_output, check_writable, console
 
 
 def rank(
@@ -36,29 +36,30 @@ def rank(
     tta: Annotated[
         int, typer.Option(min=1, help="Test-time augmentation: random configuration orders.")
     ] = 10,
-    seed: Annotated[int, typer.Option(help="Seed of the TTA permutations.")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="Seed of the TTA permutations.")] = 0,
 ) -> None:
     """Rank GRAPH's configurations with a TGraph model; print the predicted best.
 
     With --out, write the competition CSV (ID,TopConfigs: the top 5 for tile, every
-    configuration for layout)."""
+    configuration for layout). Every input and --out are checked before ranking."""
     from dagopt.errors import InputError
-    from dagopt.io.tpugraphs import TileRecord, submission_id, write_submission
+    from dagopt.io.tpugraphs import submission_id, write_submission
     from dagopt.objectives.ranking import TILE_TOP_K, top_configs
-    from dagopt.rank.tgraph import rank_file
+    from dagopt.rank.tgraph import open_ranking, predict
 
-    if out is not None and collection is None:
-        raise InputError("--out writes a submission CSV and needs --collection")
     check_output(out, graph, *([] if model is None else [model]))
-    record, scores = rank_file(
-        graph, model=model, collection=collection, permutations=tta, seed=seed
-    )
+    if out is not None:
+        check_writable(out)
+    ranking = open_ranking(graph, model=model, collection=collection)
+    if out is not None and ranking.collection is None:
+        raise InputError("--out writes a submission CSV and needs --collection")
+    scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
     order = top_configs(scores)
-    console.print(f"{record.name}: {order.size} configurations, predicted fastest first")
+    console.print(f"{ranking.graph.name}: {order.size} configurations, predicted fastest first")
     console.print("rank  config  score")
     for position, config in enumerate(order[:top], start=1):
         console.print(f"{position:>4}  {config:>6}  {scores[config]:.4f}", markup=False)
     if out is not None:
-        ranking = order[:TILE_TOP_K] if isinstance(record, TileRecord) else order
-        path = write_submission(out, {submission_id(collection, record.name): ranking})
+        best = order[:TILE_TOP_K] if ranking.graph.kind == "tile" else order
+        path = write_submission(out, {submission_id(ranking.collection, ranking.graph.name): best})
         console.print(f"wrote {path}")

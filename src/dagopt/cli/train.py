@@ -33,10 +33,11 @@ def _run(
     config: Any,
     resume: bool,
     describe: Callable[[Any], str],
+    saved: str = "model.pt, metrics.csv, learning_curve.png",
     **options: Any,
 ) -> None:
     """Run ``train`` (a ``dagopt.train`` entry point) with a progress bar and one line
-    per epoch (``describe``) on stdout."""
+    per epoch (``describe``) on stdout; the last line names the ``saved`` files."""
     with progress_bar() as bar:
         task = bar.add_task("preparing", total=None)
 
@@ -47,7 +48,7 @@ def _run(
             console.print(describe(metrics), markup=False)
 
         train(run_dir, config, resume=resume, progress=progress, on_epoch=on_epoch, **options)
-    console.print(f"run saved in {run_dir} (model.pt, metrics.csv, learning_curve.png)")
+    console.print(f"run saved in {run_dir} ({saved})", markup=False)
 
 
 def _training_config(
@@ -226,6 +227,16 @@ def tgraph(
         return merged
 
     cfg = _training_config(TGraphTrainConfig, config, overrides, resume, model_follows_collection)
+    if resume and cfg is not None:
+        given = [
+            flag
+            for flag, value in (
+                ("--config", config), ("--set", settings), ("--collection", collection),
+                ("--data", data),
+            )
+            if value
+        ]  # fmt: skip
+        _check_resumed_config(run_dir, cfg, given)
 
     def describe(m: TGraphEpoch) -> str:
         return (
@@ -234,13 +245,34 @@ def tgraph(
             f"{m.seconds:.0f} s"
         )
 
-    _run(train_tgraph, run_dir, cfg, resume, describe)
+    per_fold = "model.pt; per fold in fold-K/: model.pt, metrics.csv, learning_curve.png"
+    _run(train_tgraph, run_dir, cfg, resume, describe, saved=per_fold)
+
+
+def _check_resumed_config(run_dir: Path, config: Any, given: list[str]) -> None:
+    """A resumed run keeps its ``config.json``: options (``given``, the flags that made
+    ``config``) that change it are refused, naming the flags."""
+    from dagopt.configs import read_config
+    from dagopt.errors import InputError
+    from dagopt.train import rundir
+
+    saved_path = run_dir / rundir.CONFIG_FILE
+    if not (run_dir / rundir.STATE_FILE).exists() or not saved_path.exists():
+        return  # rundir.open_run reports what is missing
+    if config != read_config(saved_path, type(config)):
+        raise InputError(
+            f"{run_dir}: {', '.join(given)} would change the run's config.json; "
+            "--resume alone continues the run as saved"
+        )
 
 
 @train_app.command("tgraph-ensemble")
 def tgraph_ensemble(
     models: Annotated[
-        list[Path], typer.Argument(help="TGraph model files: runs' model.pt (two or more).")
+        list[Path],
+        typer.Argument(
+            metavar="MODEL...", help="TGraph model files: runs' model.pt (two or more)."
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", "-o", help="The merged model file.")],
 ) -> None:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from dagopt.bench.timing import format_seconds
 from dagopt.cli.output import console, err_console
+from dagopt.errors import InputError
 from dagopt.io import write_graph_json
 
 zoo_app = typer.Typer(
@@ -76,7 +77,10 @@ def list_models(cache_dir: CacheOption = None) -> None:
 @zoo_app.command("export")
 def export(
     name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
-    mode: Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")],
+    mode: Annotated[
+        Mode | None,
+        typer.Option(help="Forward graph, or forward + backward (required).", show_default=False),
+    ] = None,
     size: Annotated[Size, typer.Option(help="Input size variant.")] = Size.small,
     out: Annotated[
         Path | None,
@@ -90,6 +94,8 @@ def export(
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
     from dagopt.zoo import export_zoo, get_model
 
+    if mode is None:  # not a required option: click's message for one lists tab-indented choices
+        raise InputError("missing option '--mode': inference or training")
     get_model(name)  # an unknown name fails before the spinner starts
     label = f"{name} ({size.value}, {mode.value})"
     with err_console.status(f"exporting {label}"):

@@ -1,13 +1,20 @@
-"""Placement files: ``{"graph", "method", "objective", "devices": {node id: device},
-"order": [node ids], "makespan", "peak_memory": [per device], "feasible", "seconds",
-"proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing is claimed;
-``peak_memory``: null under a cost model that does not observe memory).
+"""Placement files: ``{"graph", "graph_hash", "method", "objective", "devices": {node id:
+device}, "order": [node ids], "makespan", "peak_memory": [per device], "feasible",
+"seconds", "proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing
+is claimed; ``peak_memory``: null under a cost model that does not observe memory).
+
+``graph`` is the graph's name and ``graph_hash`` its structure (``graph_hash``: node ids
+and edges), so that ``read_placement`` refuses a placement made for another graph; a
+file without ``graph_hash`` (written before it existed) is matched by name. A placement
+file does not record the devices (count, speeds, memory): whoever evaluates it must
+give the devices it was made for.
 
 JSON object keys are strings, so ``devices`` is keyed by ``str(node id)``; ``order``
 holds the node ids exactly as in the graph file. The key is unambiguous because a
 ``Graph`` refuses two ids that are equal as text, such as ``1`` and ``"1"``.
 """
 
+import hashlib
 import json
 import os
 import reprlib
@@ -50,10 +57,34 @@ class PlacementFile:
     order: np.ndarray
 
 
+def graph_hash(graph: Graph) -> str:
+    """A SHA-256 of ``graph``'s structure: its node ids (as text) and its edges."""
+    src, dst = graph.edges
+    text = json.dumps([[str(name) for name in graph.names], src.tolist(), dst.tolist()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _check_graph(file: Path, data: dict, graph: Graph) -> None:
+    """``InputError`` unless the placement in ``data`` was made for ``graph``: the same
+    ``graph_hash`` or, in a file without one, the same graph name."""
+    recorded = data.get("graph_hash")
+    name = data.get("graph")
+    if recorded is not None:
+        if recorded == graph_hash(graph):
+            return
+    elif name is None or name == graph.name:
+        return
+    raise InputError(
+        f"{file}: the placement was made for graph {reprlib.repr(name)}, not for graph "
+        f"{graph.name!r} (a different {'structure' if recorded is not None else 'name'})"
+    )
+
+
 def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementRecord) -> Path:
     """Write ``placement`` of ``graph`` (node-indexed arrays) as a placement file, atomically."""
     document = {
         "graph": graph.name,
+        "graph_hash": graph_hash(graph),
         "method": placement.method,
         "objective": placement.objective,
         "devices": {str(graph.names[v]): int(k) for v, k in enumerate(placement.device_of)},
@@ -72,9 +103,10 @@ def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementR
 def read_placement(path: str | os.PathLike, graph: Graph, num_devices: int) -> PlacementFile:
     """Read a placement file for ``graph`` on ``num_devices`` devices.
 
-    Every op needs a device in ``0..num_devices-1`` and the order must name every op
-    once; anything else is an ``InputError`` naming the first bad entry. Whether the
-    order is topological is checked by the cost model that evaluates it.
+    The file must have been made for ``graph`` (module docstring), every op needs a
+    device in ``0..num_devices-1`` and the order must name every op once; anything else
+    is an ``InputError`` naming the first bad entry. Whether the order is topological is
+    checked by the cost model that evaluates it.
     """
     file = Path(path)
     data = read_json_file(file)
@@ -87,6 +119,7 @@ def read_placement(path: str | os.PathLike, graph: Graph, num_devices: int) -> P
             f"{file}: not a placement file (expected an object with a 'devices' object "
             "and an 'order' list)"
         )
+    _check_graph(file, data, graph)
     key_of = {str(name): v for v, name in enumerate(graph.names)}
     device_of = np.full(graph.num_nodes, -1, dtype=np.int64)
     for key, device in data["devices"].items():
@@ -99,7 +132,8 @@ def read_placement(path: str | os.PathLike, graph: Graph, num_devices: int) -> P
         if not 0 <= device < num_devices:
             raise InputError(
                 f"{file}: node {key!r} is placed on device {device}, "
-                f"but the devices are 0..{num_devices - 1}"
+                f"but the devices are 0..{num_devices - 1} (a placement file does not "
+                "record the devices: give the --devices it was placed with)"
             )
         device_of[key_of[key]] = device
     missing = np.flatnonzero(device_of < 0)

@@ -298,6 +298,8 @@ def read_tpugraphs(path: str | os.PathLike) -> TpuGraphsFile:
     the name the submission IDs use. Arrays keep the file's dtypes and shapes.
     """
     file = Path(path)
+    if file.is_dir():
+        raise InputError(f"{file}: is a directory, not a TpuGraphs .npz file")
     if not file.is_file():
         raise InputError(f"{file}: no such file")
     if not zipfile.is_zipfile(file):

@@ -217,7 +217,9 @@ class Profile:
                 meta=dict(data.get("meta", {})),
                 whole=tuple(float(s) for s in data.get("whole", ())),
             )
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except KeyError as exc:
+            raise InputError(f"cannot read the latency profile {path}: no field {exc}") from None
+        except (OSError, ValueError, TypeError) as exc:
             raise InputError(f"cannot read the latency profile {path}: {exc}") from None
         if any(len(row) != len(profile.devices) for row in profile.seconds):
             raise InputError(f"profile {path}: every op needs one time per device")

@@ -9,12 +9,17 @@ simulator built from op runtimes), with a batch evaluator that counts cost-model
 (the paper fixes that budget at 5,000 evaluations, section 3.2).
 """
 
+import functools
 import time
+import types
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from dagopt.configs import check_option
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.objectives.costmodel import CostModel, check_objective
@@ -23,7 +28,7 @@ from dagopt.objectives.op_runtimes import relative_speeds
 from dagopt.objectives.placement import SimulatedCostModel
 from dagopt.objectives.placement_bounds import meets_bound
 from dagopt.progress import report
-from dagopt.registry import Registry, check_run_arguments
+from dagopt.registry import MethodSpec, Registry, check_run_arguments
 
 
 class PlacementProblem:
@@ -197,10 +202,11 @@ def place(
     ``Placement.seconds`` is the search alone: the first call of a method in a process
     first runs it on a four-node graph with the simulator and the same devices, so that
     one-time work (numba compiling or loading kernels, a policy loading) happens there;
-    its time is ``Placement.setup_seconds``.
+    its time is ``Placement.setup_seconds``. The warm-up gets the same ``time_limit``,
+    so that options such as a huge episode count cannot run past the limit there.
     """
     spec = get_placer(method)
-    spec.check_options(options)
+    check_placer_options(spec, options)
     check_run_arguments(seed, time_limit)
     problem = PlacementProblem(graph, devices, objective, cost_model, runtimes=runtimes)
     setup = 0.0
@@ -208,7 +214,7 @@ def place(
         report(f"{method}: compiling or loading kernels and models (first call only)")
         began = time.perf_counter()
         warm_up = PlacementProblem(_WARM_UP_GRAPH, problem.devices, objective)
-        spec.fn(warm_up, seed=0, time_limit=None, **options)
+        spec.fn(warm_up, seed=0, time_limit=time_limit, **options)
         setup = time.perf_counter() - began
         _warmed_up.add(method)
     start = time.perf_counter()
@@ -235,3 +241,38 @@ def place(
         info=dict(result.info),
         setup_seconds=setup,
     )
+
+
+#: The annotations whose values ``check_placer_options`` checks.
+_PLAIN_TYPES = (int, float, bool, str, type(None))
+
+
+def _plain_hint(hint: Any) -> bool:
+    """Whether ``hint`` is one of ``_PLAIN_TYPES`` or a union of them."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return all(arg in _PLAIN_TYPES for arg in typing.get_args(hint))
+    return hint in _PLAIN_TYPES
+
+
+@functools.cache
+def _option_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The plain annotations (``_plain_hint``) of ``fn``'s parameters by name."""
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):  # an annotation that does not resolve: nothing to check
+        return {}
+    return {name: hint for name, hint in hints.items() if _plain_hint(hint)}
+
+
+def check_placer_options(spec: MethodSpec, options: Mapping[str, Any]) -> None:
+    """``spec.check_options``, then an ``InputError`` for the first value that does not fit
+    the annotation of the placer's keyword (``int``, ``float``, ``bool``, ``str``, or a
+    union of them and None), checked as ``dagopt.configs`` checks a config field: so
+    ``--set lr=abc`` or ``--set episodes=2.5`` is an error for every placer. Numpy
+    scalars count as the Python numbers they hold."""
+    spec.check_options(options)
+    hints = _option_hints(spec.fn)
+    for name, value in options.items():
+        if name in hints:
+            plain = value.item() if isinstance(value, np.generic) else value
+            check_option(name, plain, hints[name])

@@ -71,7 +71,7 @@ def hsdag(
 
     if baseline not in HSDAG_BASELINES:
         raise InputError(f"baseline must be one of {', '.join(HSDAG_BASELINES)}, got {baseline!r}")
-    check_budget(episodes, steps, lr)
+    check_budget(episodes, steps, lr, hidden)
     if not 0 < discount <= 1:
         raise InputError(f"hsdag needs 0 < discount <= 1, got {discount}")
     search = PerGraphSearch.start(problem, time_limit)

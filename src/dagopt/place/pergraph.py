@@ -14,6 +14,7 @@ on Inception-V3 took 165 s against 13 s on one thread.
 """
 
 import contextlib
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class PerGraphSearch:
     reference: float = 1.0  # l_ref: the latency of every op on device 0
     found: list[np.ndarray] = field(default_factory=list)
     costs: list[tuple[int, float]] = field(default_factory=list)
+    episodes_run: int = 0
+    stopped_by_time_limit: bool = False
 
     @classmethod
     def start(cls, problem: PlacementProblem, time_limit: float | None) -> "PerGraphSearch":
@@ -117,21 +120,26 @@ class PerGraphSearch:
 
     def episodes(self, name: str, count: int) -> Iterator[int]:
         """``0 .. count - 1``: after each episode its progress is reported (``name``) and
-        the loop ends early once the time limit has passed."""
+        the loop ends early once the time limit has passed (``stopped_by_time_limit``;
+        at least one episode runs)."""
         for episode in range(int(count)):
             yield episode
+            self.episodes_run = episode + 1
             report(f"{name}: episodes", episode + 1, int(count))
-            if self.out_of_time():
+            if self.out_of_time() and episode + 1 < count:
+                self.stopped_by_time_limit = True
                 return
 
     def result(self, **info) -> PlacerResult:
-        """The best placement measured, with ``groups``, ``failed``, ``placements`` and
-        ``best_latency``: its value when it was measured during the search (what paper
-        004's Table 2 reports; a noisy environment's re-measurement differs)."""
+        """The best placement measured, with ``groups``, ``failed``, ``placements``,
+        ``episodes`` (those run), ``stopped_by_time_limit`` and ``best_latency``: its
+        value when it was measured during the search (what paper 004's Table 2 reports;
+        a noisy environment's re-measurement differs)."""
         infeasible = np.array([c[0] for c in self.costs])
         values = np.array([c[1] for c in self.costs])
         best = best_index(infeasible, values)
         info = {"groups": self.groups, "failed": self.failed, "placements": len(self.found),
+                "episodes": self.episodes_run, "stopped_by_time_limit": self.stopped_by_time_limit,
                 "best_latency": float(values[best]), **info}  # fmt: skip
         return PlacerResult(device_of=self.found[best], order=self.order, info=info)
 
@@ -148,10 +156,17 @@ def reinforce_step(optimizer, critic, log_prob, reward) -> None:
     optimizer.step()
 
 
-def check_budget(episodes: int, steps: int, lr: float) -> None:
-    """``InputError`` unless ``episodes >= 1``, ``steps >= 1`` and ``lr > 0``."""
-    if min(int(episodes), int(steps)) < 1 or not lr > 0:
-        raise InputError("a learned placer needs episodes >= 1, steps >= 1 and lr > 0")
+def check_budget(episodes: int, steps: int, lr: float, hidden: int) -> None:
+    """``InputError`` unless ``episodes``, ``steps`` and the policy's ``hidden`` size are
+    >= 1 and ``lr`` is finite and > 0 (checked before anything is measured)."""
+    sizes = {"episodes": episodes, "steps": steps, "hidden": hidden}
+    small = [f"{name}={value}" for name, value in sizes.items() if not value >= 1]
+    if small:
+        raise InputError(
+            f"a learned placer needs episodes, steps and hidden >= 1, got {', '.join(small)}"
+        )
+    if not (math.isfinite(lr) and lr > 0):
+        raise InputError(f"a learned placer needs a finite lr > 0, got {lr}")
 
 
 def torch_seed(seed: int | None) -> int:

@@ -43,7 +43,7 @@ def placeto(
     from dagopt.nn.placeto import PlacetoPolicy
     from dagopt.rl.baselines import ExponentialBaseline
 
-    check_budget(episodes, steps, lr)
+    check_budget(episodes, steps, lr, hidden)
     search = PerGraphSearch.start(problem, time_limit)
     quotient = search.coarse.quotient
     x = torch.from_numpy(group_features(search.coarse))

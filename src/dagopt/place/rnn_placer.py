@@ -41,7 +41,7 @@ def rnn_placer(
     from dagopt.nn.rnn_placer import RnnPlacer
     from dagopt.rl.baselines import ExponentialBaseline
 
-    check_budget(episodes, steps, lr)
+    check_budget(episodes, steps, lr, hidden)
     search = PerGraphSearch.start(problem, time_limit)
     order = search.coarse.quotient.topological_order
     x = torch.from_numpy(group_features(search.coarse)[order])

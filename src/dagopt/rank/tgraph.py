@@ -12,9 +12,11 @@ ensemble's folds. ``graph_scores`` and ``evaluate`` score graphs with
 """
 
 import dataclasses
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -210,6 +212,8 @@ def load_ranker(path: str | os.PathLike) -> TGraphRanker | TGraphEnsemble:
 
 
 def _load_ranker_and_meta(path: str | os.PathLike) -> tuple[TGraphRanker | TGraphEnsemble, dict]:
+    if Path(path).is_dir():
+        raise InputError(f"{path}: is a directory, not a model file (a run's is RUN/model.pt)")
     try:
         return load_model(path, expected=TGraphEnsemble)
     except InputError as first:
@@ -219,14 +223,48 @@ def _load_ranker_and_meta(path: str | os.PathLike) -> tuple[TGraphRanker | TGrap
             raise first from None
 
 
+def recorded_collections(meta: dict) -> set[str]:
+    """The collections a model file's ``meta`` says its members were trained on: a run's
+    ``collection``, a fold's ``config.collection``, a merged file's sources' (empty when
+    the file records none)."""
+    if isinstance(meta.get("merged_from"), list):
+        return set().union(
+            *(recorded_collections(s["meta"]) for s in meta["merged_from"] if _is_source(s))
+        )
+    config = meta.get("config")
+    collection = meta.get(
+        "collection", config.get("collection") if isinstance(config, dict) else None
+    )
+    return {collection} if isinstance(collection, str) else set()
+
+
+def _is_source(source: object) -> bool:
+    """A ``merged_from`` entry: ``{"path": ..., "meta": {...}}``."""
+    return isinstance(source, dict) and isinstance(source.get("meta"), dict)
+
+
+def _fingerprint(member: TGraphRanker) -> str:
+    """A digest of the member's weights and buffers: equal for copies of one member."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(member.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def merge_rankers(paths: Sequence[str | os.PathLike]) -> tuple[TGraphEnsemble, dict]:
     """One ensemble of every member of the model files ``paths`` (runs of one recipe with
     other seeds, say: each seed draws its own K-fold split), and the meta that names
     them. ``predict`` averages over all members, as over one run's kept folds (section
-    2.5.3). Members must share one configuration (``TGraphEnsemble.of`` checks)."""
+    2.5.3). Members must share one configuration (``TGraphEnsemble.of`` checks) and one
+    recorded collection; a file named twice, or a member in two files (a run and one of
+    its folds), is refused: it would count twice."""
     if len(paths) < 2:
         raise InputError("merging needs at least two model files")
+    _check_distinct_files(paths)
     loaded = [_load_ranker_and_meta(path) for path in paths]
+    _check_one_collection(paths, [recorded_collections(meta) for _, meta in loaded])
+    _check_distinct_members(paths, [_members(model) for model, _ in loaded])
     members = [member for model, _ in loaded for member in _members(model)]
     sources = [
         {"path": str(path), "meta": meta} for path, (_, meta) in zip(paths, loaded, strict=True)
@@ -234,29 +272,83 @@ def merge_rankers(paths: Sequence[str | os.PathLike]) -> tuple[TGraphEnsemble, d
     return TGraphEnsemble.of(members), {"merged_from": sources}
 
 
-def shipped_model_name(collection: str) -> str:
-    """The name (``dagopt.models.MODEL_FILES``) of the model shipped for a measured
-    collection: ``tgraph-`` and the collection with dashes, e.g.
-    ``tgraph-layout-xla-random`` (how they were trained: checkpoints/README.md)."""
+def _check_distinct_files(paths: Sequence[str | os.PathLike]) -> None:
+    """No file is named twice (compared as resolved paths)."""
+    seen: dict[Path, int] = {}
+    for i, path in enumerate(paths):
+        earlier = seen.setdefault(Path(path).resolve(), i)
+        if earlier != i:
+            also = "" if str(paths[earlier]) == str(path) else f" (also as {paths[earlier]})"
+            raise InputError(f"{path}: named twice{also}; each model counts once")
+
+
+def _check_one_collection(paths: Sequence[str | os.PathLike], collections: list[set[str]]) -> None:
+    """The files' recorded ``collections`` (none recorded: any) are one collection."""
+    if len(set().union(*collections)) > 1:
+        named = [
+            f"{path} ({', '.join(sorted(c))})"
+            for path, c in zip(paths, collections, strict=True)
+            if c
+        ]
+        raise InputError(f"models of different collections: {'; '.join(named)}")
+
+
+def _check_distinct_members(
+    paths: Sequence[str | os.PathLike], members: list[list[TGraphRanker]]
+) -> None:
+    """No member (compared by its weights) is in two of the files."""
+    owner: dict[str, int] = {}
+    for i, held in enumerate(members):
+        for member in held:
+            first = owner.setdefault(_fingerprint(member), i)
+            if first != i:
+                raise InputError(
+                    f"{paths[first]} and {paths[i]} hold the same member (a run and one of "
+                    "its folds?); each member counts once"
+                )
+
+
+def check_collection(collection: str) -> None:
+    """``collection`` is one of ``COLLECTIONS``."""
     if collection not in COLLECTIONS:
         raise InputError(
             f"unknown collection {collection!r} (choose from {', '.join(COLLECTIONS)})"
         )
+
+
+def shipped_model_name(collection: str) -> str:
+    """The name (``dagopt.models.MODEL_FILES``) of the model shipped for a measured
+    collection: ``tgraph-`` and the collection with dashes, e.g.
+    ``tgraph-layout-xla-random`` (how they were trained: checkpoints/README.md)."""
+    check_collection(collection)
     return "tgraph-" + collection.replace(":", "-")
 
 
-def rank_file(
+@dataclass(frozen=True)
+class RankInput:
+    """What ``open_ranking`` checked: the file's ``record``, its ``graph`` as the model
+    sees it, the ``model`` and the ``collection`` (``None``: a layout file ranked with
+    a model alone)."""
+
+    record: TileRecord | LayoutRecord
+    graph: PreparedGraph
+    model: TGraphRanker | TGraphEnsemble
+    collection: str | None
+
+
+def open_ranking(
     path: str | os.PathLike,
     *,
     model: str | os.PathLike | None = None,
     collection: str | None = None,
-    permutations: int = TTA_PERMUTATIONS,
-    seed: int = 0,
-) -> tuple[TileRecord | LayoutRecord, np.ndarray]:
-    """Read a TpuGraphs file and score every configuration; returns the record and the
-    scores in the file's configuration order. ``model``: a model file; without one, the
-    model shipped for ``collection`` (a tile file's is ``tile:xla``; a layout file needs
-    the collection, since the file does not say which search made its configurations)."""
+) -> RankInput:
+    """Read a TpuGraphs file and its model and check that they go together, before any
+    inference. ``model``: a model file; without one, the model shipped for
+    ``collection`` (a tile file's is ``tile:xla``; a layout file needs the collection,
+    since the file does not say which search made its configurations). A model that
+    records its collection must be of ``collection``."""
+    if collection is not None:
+        check_collection(collection)
     record = read_tpugraphs(path)
     kind = record_kind(record)
     if collection is None and kind == "tile":
@@ -270,5 +362,27 @@ def rank_file(
                 "use the model shipped for it, or --model"
             )
         model = model_path(shipped_model_name(collection))
-    scores = predict(load_ranker(model), prepare(record), permutations=permutations, seed=seed)
-    return record, scores
+    ranker, meta = _load_ranker_and_meta(model)
+    graph = prepare(record)
+    check_kind(ranker, graph)
+    recorded = recorded_collections(meta)
+    if collection is not None and recorded and recorded != {collection}:
+        raise InputError(
+            f"{model} is a model of {', '.join(sorted(recorded))}, not of collection {collection}"
+        )
+    return RankInput(record, graph, ranker, collection)
+
+
+def rank_file(
+    path: str | os.PathLike,
+    *,
+    model: str | os.PathLike | None = None,
+    collection: str | None = None,
+    permutations: int = TTA_PERMUTATIONS,
+    seed: int = 0,
+) -> tuple[TileRecord | LayoutRecord, np.ndarray]:
+    """Score every configuration of a TpuGraphs file (``open_ranking`` picks and checks
+    the model); returns the record and the scores in the file's configuration order."""
+    ranking = open_ranking(path, model=model, collection=collection)
+    scores = predict(ranking.model, ranking.graph, permutations=permutations, seed=seed)
+    return ranking.record, scores

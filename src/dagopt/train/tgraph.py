@@ -37,12 +37,19 @@ import torch
 from dagopt.configs import Config
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_torch_atomic
-from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
+from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, collection_files, read_tpugraphs
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.nn.tgraph.loss import check_pair_weights, pairwise_hinge_loss, tpugraphs_loss
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
-from dagopt.rank.tgraph import PreparedGraph, evaluate, fit_normalizers, normalize, prepare
+from dagopt.rank.tgraph import (
+    PreparedGraph,
+    evaluate,
+    fit_normalizers,
+    normalize,
+    prepare,
+    record_kind,
+)
 from dagopt.train import rundir
 from dagopt.train.loop import Progress, Trainer, batch_slices, fit
 
@@ -138,6 +145,15 @@ class TGraphTrainConfig(Config):
                 )
         if len(set(self.companions)) != len(self.companions):
             raise InputError("companions are named twice")
+        if not self.splits:
+            raise InputError(f"splits is empty: name one or more of {', '.join(SPLITS)}")
+        for split in self.splits:
+            if split not in SPLITS:
+                raise InputError(f"unknown split {split!r} in splits (known: {', '.join(SPLITS)})")
+        if len(set(self.splits)) != len(self.splits):
+            raise InputError("splits names a split twice (its graphs would be trained twice)")
+        if self.seed < 0:
+            raise InputError("training option 'seed' must be >= 0")
         if not (self.folds >= 2 and 1 <= self.keep_folds <= self.train_folds <= self.folds):
             raise InputError("folds need 2 <= folds and 1 <= keep_folds <= train_folds <= folds")
         for name in ("epochs", "validation_permutations"):
@@ -202,15 +218,40 @@ class TGraphEpoch:
 def load_graphs(
     data: str | Path, collection: str, splits: Sequence[str], *, deduplicate: bool = True
 ) -> list[PreparedGraph]:
-    """Every file of ``collection`` in ``splits`` under ``data``, prepared (labelled)."""
+    """Every file of ``collection`` in ``splits`` under ``data``, prepared; each must be a
+    graph of the collection's kind with runtimes to rank (``check_rankable``)."""
     paths = [p for split in splits for p in collection_files(data, collection, split)]
     if not paths:
         raise InputError(f"{data}: no .npz files for {collection} in {', '.join(splits)}")
-    graphs = [prepare(read_tpugraphs(p), deduplicate=deduplicate) for p in paths]
-    unlabelled = next((g.name for g in graphs if g.runtimes is None), None)
-    if unlabelled is not None:
-        raise InputError(f"{unlabelled}: training needs runtimes (is this a test split?)")
+    kind = collection.split(":")[0]
+    graphs = []
+    for path in paths:
+        record = read_tpugraphs(path)
+        if record_kind(record) != kind:
+            raise InputError(
+                f"{path}: a {record_kind(record)} file in {kind} collection {collection}"
+            )
+        graph = prepare(record, deduplicate=deduplicate)
+        check_rankable(graph, path)
+        graphs.append(graph)
     return graphs
+
+
+def check_rankable(graph: PreparedGraph, where: str | Path) -> None:
+    """``graph`` (read from ``where``) has runtimes with two distinct values among its
+    configurations: the pairs that training ranks and validation scores."""
+    if graph.runtimes is None:
+        raise InputError(f"{where}: training needs runtimes (is this a test split?)")
+    need = "a graph needs at least 2 configurations with different runtimes"
+    if graph.num_configs < 2:
+        raise InputError(
+            f"{where}: nothing to rank: one configuration (duplicates removed); {need}"
+        )
+    if np.ptp(graph.runtimes) == 0:
+        raise InputError(
+            f"{where}: nothing to rank: its {graph.num_configs} configurations all have "
+            f"the same runtime; {need}"
+        )
 
 
 def fold_of(graphs: Sequence[PreparedGraph], folds: int, seed: int) -> np.ndarray:
@@ -257,12 +298,45 @@ def load_companions(
 def training_graphs(
     config: TGraphTrainConfig, graphs: Sequence[PreparedGraph] | None = None
 ) -> tuple[Sequence[PreparedGraph], np.ndarray, list[PreparedGraph], np.ndarray]:
-    """The primary collection's graphs (``graphs``, else read from ``config.data``) with
-    their folds (``fold_of``), then the companions' with theirs (``load_companions``)."""
+    """The primary collection's graphs (``graphs``, each ``check_rankable``, else read
+    from ``config.data``) with their folds (``fold_of``), then the companions' with
+    theirs (``load_companions``)."""
     if graphs is None:
+        if not config.data:
+            raise InputError("--data is required for a new run (the folder that holds npz/)")
         graphs = load_graphs(config.data, config.collection, config.splits)
+    else:
+        for graph in graphs:
+            check_rankable(graph, graph.name)
     fold = fold_of(graphs, config.folds, config.seed)
     return graphs, fold, *load_companions(config, graphs, fold)
+
+
+def fold_sets(
+    config: TGraphTrainConfig,
+    primary: Sequence[PreparedGraph],
+    fold: np.ndarray,
+    companions: Sequence[PreparedGraph],
+    companion_fold: np.ndarray,
+) -> list[tuple[list[PreparedGraph], list[PreparedGraph]]]:
+    """The training and validation graphs of each trained fold k, of ``training_graphs``'
+    graphs and folds: every graph outside fold k, companions included, and the primary
+    collection's in it. An error names the first fold left without either."""
+    everything = [*primary, *companions]
+    every_fold = np.concatenate([fold, companion_fold])
+    sets = []
+    for k in range(config.train_folds):
+        train = [g for g, f in zip(everything, every_fold, strict=True) if f != k]
+        validation = [g for g, f in zip(primary, fold, strict=True) if f == k]
+        if not validation:
+            raise InputError(
+                f"fold {k} would have no validation graph: {len(primary)} graphs of "
+                f"{config.collection} fill fewer than {config.folds} folds (lower folds)"
+            )
+        if not train:
+            raise InputError(f"fold {k} would have no training graph: it holds every graph")
+        sets.append((train, validation))
+    return sets
 
 
 def warmup_cosine(total: int, warmup: float) -> Callable[[int], float]:
@@ -365,10 +439,7 @@ class FoldTrainer(Trainer):
         fold: int,
     ) -> None:
         self.run_dir, self.config, self.model, self.fold = run_dir, config, model, fold
-        self.train = [g for g in train if g.num_configs >= 2]
-        self.validation = list(validation)
-        if not self.train or not self.validation:
-            raise InputError(f"fold {fold}: needs training and validation graphs")
+        self.train, self.validation = list(train), list(validation)
         self.per_epoch = math.ceil(len(self.train) / config.graphs_per_step)
         planned = self.per_epoch * config.epochs
         self.total_steps = min(planned, config.max_steps) if config.max_steps else planned
@@ -483,18 +554,17 @@ def train_tgraph(
     ensemble of the kept folds. ``graphs`` replaces reading the primary collection from
     ``config.data`` (tests). Returns each trained fold's best validation score."""
     run_dir = Path(run_dir)
-    loaded = None
-    if config is not None and not resume:  # bad data: no run left behind
+    if not resume and config is not None:  # bad data or folds: no run left behind
         loaded = training_graphs(config, graphs)
+        sets = fold_sets(config, *loaded)
     config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
-    if not resume:  # marks the run: a new run here is refused, --resume accepted
+    if resume:
+        loaded = training_graphs(config, graphs)
+        sets = fold_sets(config, *loaded)
+    else:  # marks the run: a new run here is refused, --resume accepted
         write_torch_atomic(run_dir / rundir.STATE_FILE, {"epoch": -1, "folds": config.folds})
-    graphs, fold, companions, companion_fold = loaded or training_graphs(config, graphs)
-    everything, every_fold = [*graphs, *companions], np.concatenate([fold, companion_fold])
     scores = {}
-    for k in range(config.train_folds):
-        train = [g for g, f in zip(everything, every_fold, strict=True) if f != k]
-        validation = [g for g, f in zip(graphs, fold, strict=True) if f == k]
+    for k, (train, validation) in enumerate(sets):
         torch.manual_seed(config.seed * 1000 + k)
         model = TGraphRanker(config.model)
         normalize(model, *fit_normalizers(train, config.model.numeric_features))
@@ -518,7 +588,7 @@ def train_tgraph(
     meta = {
         "collection": config.collection,
         "data": str(config.data),
-        "companion_graphs": len(companions),
+        "companion_graphs": len(loaded[2]),
         "kept_folds": kept,
         "fold_scores": {str(k): v for k, v in scores.items()},
         "config": config.to_dict(),
