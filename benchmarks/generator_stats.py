@@ -6,6 +6,7 @@ Layered graphs (paper 000, appendix A): 100 graphs of 500 nodes, seeds 0-99. Pla
 graphs (paper 003, section 3.1): 100 graphs with the default parameters, seeds 0-99.
 """
 
+import argparse
 import math
 import sys
 
@@ -95,7 +96,10 @@ def placement_stats() -> None:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)  # no options: --help, and an unknown argument is a usage error
     layered_stats()
     placement_stats()
     return 0

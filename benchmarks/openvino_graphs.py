@@ -10,6 +10,7 @@ the OpenVINO model (constants included), the edges, and what co-location coarsen
 ResNet-50 and BERT-base with the OpenVINO of 2023.
 """
 
+import argparse
 import sys
 import time
 
@@ -24,7 +25,10 @@ from dagopt.zoo import get_model
 MODELS = (("inception-v3", "large", None), ("resnet-50", "large", None), ("bert-base", "small", 8))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)  # no options: --help, and an unknown argument is a usage error
     print(f"{'model':12} {'input':16} {'nodes':>6} {'all ops':>8} {'edges':>6} "
           f"{'co-located':>10} {'convert s':>9}")  # fmt: skip
     for name, size, tokens in MODELS:

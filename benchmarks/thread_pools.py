@@ -12,6 +12,7 @@ numba's workqueue pool), and torch first with the OpenMP pool forced (what dagop
 avoids).
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -72,7 +73,10 @@ while time.time() < end:
 """
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)  # no options: --help, and an unknown argument is a usage error
     print("| machine | case | numba pool | REINFORCE batch s | approx-dp K=10000 s |")
     print("|---|---|---|---|---|")
     for machine in ("idle", "busy"):

@@ -346,7 +346,9 @@ def test_schedule_anytime_takes_its_options(medium):
     exact = dagopt("schedule", medium, "-m", "exact-dp")
     assert summary_peak(result.stdout) >= summary_peak(exact.stdout)
     assert dagopt("schedule", medium, "-m", "anytime", "--window", 0).exit_code == 2
-    options = ("--windows", 3, "--largest", 8, "--threads", 2)
+    # a largest window below the smallest (default 32) is refused, not silently raised
+    assert dagopt("schedule", medium, "-m", "anytime", "--largest", 8).exit_code == 2
+    options = ("--window", 4, "--windows", 3, "--largest", 8, "--threads", 2)
     assert dagopt("schedule", medium, "-m", "anytime", *options).exit_code == 0
     assert dagopt("schedule", medium, "-m", "anytime", "--threads", 0).exit_code == 2
 
@@ -381,3 +383,23 @@ def test_schedule_prints_anytime_s_cut_bound_when_stronger(tmp_path):
     peak, bound = (float(x) for x in re.findall(r"(?:peak|lower bound) ([0-9.]+)", line))
     assert bound == pytest.approx(peak, rel=1e-6) and bound > 1.2 * must_live_bound(g)
     assert line.endswith("proved optimal: yes")
+
+
+def test_zoo_list_refuses_a_cache_dir_that_is_a_file(tmp_path):
+    (tmp_path / "cache").write_text("")
+    result = CliRunner().invoke(app, ["zoo", "list", "--cache-dir", str(tmp_path / "cache")])
+    assert result.exit_code == 2
+    assert "is a file, not a directory" in result.output
+
+
+def test_resume_names_the_options_that_would_change_the_run(tmp_path):
+    run = tmp_path / "run"
+    args = ["train", "placement", "--run-dir", str(run), "--config"]
+    assert CliRunner().invoke(app, ["examples", "--out", str(tmp_path)]).exit_code == 0
+    first = CliRunner().invoke(app, [*args, str(tmp_path / "regal-quick.json")])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(
+        app, ["train", "placement", "--run-dir", str(run), "--resume", "--set", "epochs=5"]
+    )
+    assert again.exit_code == 2
+    assert "the options given (--config, --set, ...) differ from the run's" in again.output

@@ -104,6 +104,11 @@ def test_batch_on_processes_matches_serial_and_reports_the_broken_graph(tmp_path
     assert again.exit_code == 0, again.output
     assert "3 graphs: 0 new, 3 resumed, 0 failed" in again.stdout
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "jobs").glob("*.order.json")}
+    # Another method or option in the same folder is refused, not reported as resumed.
+    for other in (["--seed", "4"], ["--keep-outputs"]):
+        refused = dagopt(*SCHEDULE, *other, folder, "--out-dir", tmp_path / "jobs")
+        assert refused.exit_code == 2 and "holds the results of another request" in refused.output
+    assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "jobs").glob("*.order.json")}
 
 
 def test_place_batch_on_processes_matches_serial(tmp_path):

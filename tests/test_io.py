@@ -280,3 +280,11 @@ def test_atomic_write_errors_name_the_target_not_the_temporary_file(graph, tmp_p
     with pytest.raises(PermissionError) as err:
         write_graph_json(graph, tmp_path / "g.json")
     assert err.value.filename == str(tmp_path / "g.json")
+
+
+def test_a_graph_with_both_edges_and_links_is_refused():
+    nodes = [{"id": "a", "mem": 1}, {"id": "b", "mem": 1}]
+    with pytest.raises(InputError, match='"edges" or "links", not both'):
+        graph_from_node_link(
+            {"nodes": nodes, "links": [{"source": "a", "target": "b"}], "edges": []}
+        )

@@ -11,6 +11,8 @@ files, so resumed and new graphs look alike. Each graph gets the same seed and o
 as a single-graph run, so the results are the serial run's.
 """
 
+import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ from dagopt.io.csvrows import rows_to_csv
 from dagopt.io.json import read_json_file
 
 SUMMARY_FILE = "summary.csv"
+#: The request (method and every option) whose results a batch folder holds.
+REQUEST_FILE = "request.json"
 
 OutDirOpt = Annotated[
     Path | None,
@@ -147,6 +151,7 @@ def run_batch(
     if any(p.is_dir() and p.resolve() == out_dir.resolve() for p in paths):
         raise InputError(f"{out_dir}: is an input folder; write the results elsewhere")
     outputs = [out_dir / f"{file.stem}{suffix}" for file in files]
+    _claim(out_dir, job, [o for o in outputs if o.exists()])
     rows: list[BatchRow | None] = [
         _row(f, o, "resumed") if o.exists() else None for f, o in zip(files, outputs, strict=True)
     ]
@@ -184,6 +189,39 @@ def run_batch(
     if counts["failed"]:
         raise SolverError(f"{counts['failed']} of {len(rows)} graphs failed; see {summary}")
     return rows
+
+
+def _request(job: Callable[[Graph], Any]) -> dict[str, Any]:
+    """The JSON form of a batch job (a dataclass of the method and its options)."""
+    return json.loads(json.dumps(dataclasses.asdict(job), default=str))
+
+
+def _claim(out_dir: Path, job: Callable[[Graph], Any], done: list[Path]) -> None:
+    """Record in ``out_dir/request.json`` what ``job`` asks for, or check that the results
+    already there answer the same request: a rerun with another method or option would
+    otherwise mix its results with the old ones, reported as resumed."""
+    request = _request(job)
+    recorded_file = out_dir / REQUEST_FILE
+    if recorded_file.exists():
+        recorded = read_json_file(recorded_file)
+        changed = sorted(
+            k for k in request.keys() | recorded.keys() if request.get(k) != recorded.get(k)
+        )
+        if changed:
+            raise InputError(
+                f"{out_dir} holds the results of another request ({', '.join(changed)} "
+                f"{'differs' if len(changed) == 1 else 'differ'} from {recorded_file}); give "
+                "another --out-dir, or delete it to start over"
+            )
+        return
+    methods = {read_json_file(o).get("method") for o in done}
+    if methods - {request["method"]}:
+        raise InputError(
+            f"{out_dir} holds results of method {sorted(map(str, methods))[0]!r}; give "
+            "another --out-dir, or delete it to start over"
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(recorded_file, json.dumps(request, indent=1) + "\n")
 
 
 def executor_name(executor: Executor) -> str:

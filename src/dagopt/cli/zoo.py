@@ -47,6 +47,8 @@ def list_models(cache_dir: CacheOption = None) -> None:
     """The catalogue: each model's family, inputs, and node counts of cached graphs.
 
     Then the held-out multi-branch CNNs (family "cnn, held out")."""
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        raise InputError(f"{cache_dir}: is a file, not a directory")
     from dagopt.zoo import HELD_OUT_MODELS, MODELS, SIZES, read_cached
 
     table = Table(title="model zoo (nodes: small / large, - when not cached)")

@@ -50,6 +50,8 @@ def graph_from_node_link(data: Any, *, default_name: str = "graph") -> Graph:
         raise InputError("graph is undirected ('directed': false); dagopt needs a DAG")
     if data.get("multigraph"):
         raise InputError("multigraphs are not supported ('multigraph': true)")
+    if "edges" in data and "links" in data:
+        raise InputError('a graph file names its edges once: "edges" or "links", not both')
     edges = data.get("edges", data.get("links"))
     if edges is None:
         raise InputError("node-link graph has no 'edges' (or 'links') list")

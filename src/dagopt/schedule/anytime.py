@@ -549,6 +549,11 @@ def solve_anytime(
         raise SolverError(f"windows must be >= 0, got {windows}")
     if int(largest) < 0:
         raise SolverError(f"largest must be >= 0 steps (0: the whole graph), got {largest}")
+    if 0 < int(largest) < int(window):
+        raise SolverError(
+            f"largest ({largest} steps) is below window ({window}): give a largest >= window, "
+            "or 0 for the whole graph"
+        )
     if int(threads) < 1:
         raise SolverError(f"threads must be >= 1, got {threads}")
     order, proved, info = anytime_order(

@@ -39,7 +39,11 @@ def open_run(
             raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")
         saved = read_config(run_dir / CONFIG_FILE, config_type)
         if config is not None and config != saved:
-            raise InputError(f"{run_dir}: --config differs from the run's config.json")
+            raise InputError(
+                f"{run_dir}: the options given (--config, --set, ...) differ from the run's "
+                "config.json; a resumed run keeps its config (resume with the options it "
+                "started with, or start another --run-dir)"
+            )
         return saved
     if state_path.exists():
         raise InputError(f"{run_dir}: a run exists here; pass --resume or another --run-dir")
