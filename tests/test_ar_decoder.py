@@ -74,7 +74,10 @@ def test_sampling_is_seeded():
     g = sparse_dag(30, 0.1, seed=2)
     a = solve(g, "topoformer-ar-sample", seed=3, samples=5)
     b = solve(g, "topoformer-ar-sample", seed=3, samples=5)
-    assert np.array_equal(a.order, b.order) and a.info == {"samples": 5}
+    assert np.array_equal(a.order, b.order) and a.info == {
+        "samples": 5,
+        "stopped_by_time_limit": False,
+    }
 
 
 def test_beam_of_width_one_is_greedy_and_wider_beams_are_not_worse():

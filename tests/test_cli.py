@@ -403,3 +403,34 @@ def test_resume_names_the_options_that_would_change_the_run(tmp_path):
     )
     assert again.exit_code == 2
     assert "the options given (--config, --set, ...) differ from the run's" in again.output
+
+
+def test_a_batch_with_an_option_its_method_lacks_fails_before_any_work(tmp_path):
+    folder = tmp_path / "graphs"
+    folder.mkdir()
+    write_graph_json(generate_layered(20, seed=0), folder / "g.json")
+    result = dagopt(
+        "schedule", folder, "-m", "approx-dp", "--samples", 3, "--out-dir", tmp_path / "o"
+    )
+    assert result.exit_code == 2 and "has no option 'samples'" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_evaluate_says_when_the_order_was_made_for_another_graph(tmp_path):
+    graph = tmp_path / "a.json"
+    write_graph_json(generate_layered(20, seed=0), graph)
+    assert dagopt("schedule", graph, "-m", "bfs", "-o", tmp_path / "o.json").exit_code == 0
+    data = json.loads((tmp_path / "o.json").read_text())
+    data.update(graph="other", peak_memory=1)
+    (tmp_path / "o.json").write_text(json.dumps(data))
+    result = dagopt("evaluate", graph, tmp_path / "o.json", "--bound-time", 0)
+    assert "the order file was made for graph 'other'" in result.output
+
+
+def test_export_onnx_takes_onnx_models_only(tmp_path):
+    (tmp_path / "m.xml").write_text("<net/>")
+    (tmp_path / "o.json").write_text('{"order": []}')
+    result = dagopt(
+        "export-onnx", tmp_path / "m.xml", tmp_path / "o.json", "--out", tmp_path / "r.onnx"
+    )
+    assert result.exit_code == 2 and "writes ONNX models only" in result.output

@@ -217,3 +217,26 @@ def test_inductor_kernels_make_the_reference_sorts_choices(keep_outputs):
         )
         np.testing.assert_array_equal(fifo_bfs_order(graph), reference_fifo_bfs(graph))
         np.testing.assert_array_equal(size_dfs_order(graph), reference_size_dfs(graph))
+
+
+@pytest.mark.parametrize("method", ["random", "topoformer-sample", "topoformer-ar-sample"])
+def test_sampling_methods_stop_at_the_time_limit(method):
+    graph = generate_layered(200, seed=5)
+    result = solve(graph, method, seed=0, time_limit=0.2, samples=10_000_000)
+    assert result.info["stopped_by_time_limit"]
+    assert 0 < result.info["samples"] < 10_000_000
+    assert result.seconds < 30
+
+
+def test_chunked_sampling_draws_the_orders_of_one_draw():
+    from dagopt.schedule.classic import SAMPLE_CHUNK, best_sampled, least_peak
+    from dagopt.schedule.priority import sample_orders
+
+    graph = generate_layered(60, seed=2)
+    priorities = np.random.default_rng(1).normal(size=graph.num_nodes)
+    count = 2 * SAMPLE_CHUNK + 17
+    orders, _ = sample_orders(graph, priorities, count, np.random.default_rng(7))
+    expected, _ = least_peak(graph, orders, keep_outputs=False)
+    result = best_sampled(graph, priorities, count, 7, None, keep_outputs=False)
+    assert np.array_equal(result.order, expected)
+    assert result.info == {"samples": count, "stopped_by_time_limit": False}

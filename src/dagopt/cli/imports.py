@@ -62,7 +62,7 @@ def import_model(
 
 
 def export_onnx(
-    model: ModelArg,
+    model: Annotated[Path, typer.Argument(metavar="MODEL", help="ONNX model (.onnx).")],
     order_path: Annotated[
         Path,
         typer.Argument(
@@ -78,6 +78,8 @@ def export_onnx(
 ) -> None:
     """Write MODEL with its nodes in the order of ORDER, checked by the ONNX checker."""
     check_output(out, model, order_path)
+    if model.suffix.lower() != ".onnx":
+        raise InputError(f"{model}: export-onnx writes ONNX models only; give the .onnx model")
     from dagopt.io.onnx import read_onnx, write_onnx
 
     # Writing needs the node names and edges only: sizes (and --assume-size) play no part.

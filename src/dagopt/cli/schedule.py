@@ -29,7 +29,9 @@ from dagopt.objectives import (
 )
 from dagopt.schedule import Schedule, get_solver, solve
 
-GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (node-link .json).")]
+GraphArg = Annotated[
+    Path, typer.Argument(metavar="GRAPH", help="Graph file (.json, .onnx, .npz or OpenVINO .xml).")
+]
 GraphsArg = Annotated[
     list[Path],
     typer.Argument(
@@ -93,13 +95,23 @@ def schedule(
     graph_paths: GraphsArg,
     method: Annotated[str, typer.Option("--method", "-m", help="Solver (see `dagopt methods`).")],
     beam_width: Annotated[
-        int | None, typer.Option(min=1, help="Beam width (approx-dp).", show_default=False)
+        int | None,
+        typer.Option(
+            min=1,
+            help="Beam width (approx-dp, anchored-dp, topoformer-beam, topoformer-ar-beam).",
+            show_default=False,
+        ),
     ] = None,
     max_states: Annotated[
         int | None, typer.Option(min=1, help="State budget (exact-dp).", show_default=False)
     ] = None,
     samples: Annotated[
-        int | None, typer.Option(min=1, help="Random orders to draw (random).", show_default=False)
+        int | None,
+        typer.Option(
+            min=1,
+            help="Orders to draw (random, topoformer-sample, topoformer-ar-sample).",
+            show_default=False,
+        ),
     ] = None,
     checkpoint: Annotated[
         Path | None,
@@ -158,7 +170,7 @@ def schedule(
     With --out-dir, every GRAPH (files or folders) gets DIR/<name>.order.json, run on
     --jobs local processes or a --ray cluster (docs/scaling.md)."""
     check_batch(graph_paths, out_dir, out, jobs, ray)
-    get_solver(method)
+    spec = get_solver(method)
     given = {
         "beam_width": beam_width,
         "max_states": max_states,
@@ -171,6 +183,7 @@ def schedule(
         "threads": threads,
     }
     options = {key: value for key, value in given.items() if value is not None}
+    spec.check_options(options)  # before any graph is read or any result written
     job = SolveJob(method, seed, time_limit, keep_outputs, options)
     inputs = tuple(Path(p) for p in (checkpoint, guide) if p is not None and Path(p).is_file())
     describe = partial(_result_line, keep_outputs=keep_outputs)
@@ -222,7 +235,10 @@ def evaluate(
     if recorded is not None:
         line += f", recorded peak {fmt_mem(recorded)}"
         if not math.isclose(recorded, steps.peak, rel_tol=1e-9, abs_tol=1e-9):
-            line += " (differs: was it computed with another --keep-outputs?)"
+            if order_file.graph and order_file.graph != graph.name:
+                line += f" (differs: the order file was made for graph {order_file.graph!r})"
+            else:
+                line += " (differs: was it computed with another --keep-outputs?)"
     console.print(line, markup=False)
 
 

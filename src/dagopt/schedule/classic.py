@@ -6,6 +6,8 @@ a LIFO stack, so the successors a node just made ready run next (depth first).
 Ties follow node index, i.e. the file's node order.
 """
 
+import time
+
 import numpy as np
 from numba import njit
 
@@ -72,22 +74,45 @@ def least_peak(graph: Graph, orders, *, keep_outputs: bool) -> tuple[np.ndarray,
     return orders[i], peaks[i]
 
 
+def best_sampled(
+    graph: Graph,
+    priorities: np.ndarray,
+    samples: int,
+    seed: int | None,
+    time_limit: float | None,
+    *,
+    keep_outputs: bool,
+) -> SolverResult:
+    """The least-peak order of ``samples`` orders drawn from eq. (8) of paper 000 with
+    ``priorities``, ``SAMPLE_CHUNK`` at a time (the same orders as one draw of all: the
+    uniforms come from one stream). ``time_limit`` stops the drawing after the first chunk
+    that ends past it; ``info`` holds the orders drawn and whether the limit stopped it."""
+    samples = check_samples(samples)
+    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
+    rng = np.random.default_rng(seed)
+    best, best_peak, drawn = None, np.inf, 0
+    while drawn < samples and (deadline is None or drawn == 0 or time.perf_counter() < deadline):
+        orders, _ = sample_orders(graph, priorities, min(SAMPLE_CHUNK, samples - drawn), rng)
+        drawn += len(orders)
+        order, peak = least_peak(graph, orders, keep_outputs=keep_outputs)
+        if peak < best_peak:
+            best, best_peak = order, peak
+    return SolverResult(
+        order=best, info={"samples": drawn, "stopped_by_time_limit": drawn < samples}
+    )
+
+
 @register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
 def solve_random(
     graph: Graph,
     *,
     seed: int | None = None,
+    time_limit: float | None = None,
     keep_outputs: bool = False,
     samples: int = 100,
     **_: object,
 ) -> SolverResult:
-    samples = check_samples(samples)
+    """The least-peak of ``samples`` uniform random topological orders (``best_sampled``)."""
     # Uniform choice among the ready nodes is eq. (8) of paper 000 with equal priorities.
-    rng, equal = np.random.default_rng(seed), np.zeros(graph.num_nodes)
-    best, best_peak = None, np.inf
-    for first in range(0, samples, SAMPLE_CHUNK):
-        orders, _ = sample_orders(graph, equal, min(SAMPLE_CHUNK, samples - first), rng)
-        order, peak = least_peak(graph, orders, keep_outputs=keep_outputs)
-        if peak < best_peak:
-            best, best_peak = order, peak
-    return SolverResult(order=best, info={"samples": samples})
+    equal = np.zeros(graph.num_nodes)
+    return best_sampled(graph, equal, samples, seed, time_limit, keep_outputs=keep_outputs)

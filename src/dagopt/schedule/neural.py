@@ -18,11 +18,10 @@ from dagopt.errors import InputError, SolverError
 from dagopt.graph import Graph
 from dagopt.models import MODEL_FILES, model_path
 from dagopt.objectives import peak_memory
-from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
-from dagopt.schedule.classic import check_samples, least_peak
+from dagopt.schedule.classic import best_sampled, check_samples
 from dagopt.schedule.dp import state_dp
-from dagopt.schedule.priority import greedy_order, sample_orders
+from dagopt.schedule.priority import greedy_order
 
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
     from dagopt.nn.encoders import PriorityModel
@@ -106,18 +105,17 @@ def solve_sample(
     graph: Graph,
     *,
     seed: int | None = None,
+    time_limit: float | None = None,
     keep_outputs: bool = False,
     checkpoint=None,
     samples: int = 16,
     **_: object,
 ) -> SolverResult:
-    samples = check_samples(samples)
-    # uniforms (float64) and orders (int64) of every sample at once
-    check_fits(16.0 * samples * graph.num_nodes, f"{samples:,} sampled orders", "draw fewer")
+    """The least-peak of ``samples`` orders sampled from the priorities (eq. 8,
+    ``best_sampled``: drawn in chunks, stopped by ``time_limit``)."""
+    check_samples(samples)
     y = _priorities(graph, checkpoint)
-    orders, _ = sample_orders(graph, y, samples, np.random.default_rng(seed))
-    order, _ = least_peak(graph, orders, keep_outputs=keep_outputs)
-    return SolverResult(order=order, info={"samples": samples})
+    return best_sampled(graph, y, samples, seed, time_limit, keep_outputs=keep_outputs)
 
 
 @register(
