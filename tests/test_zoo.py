@@ -170,7 +170,18 @@ def test_cli_missing_mode_is_one_line_without_tabs():
     result = runner.invoke(app, ["zoo", "export", "gpt2"])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line == "error: missing option '--mode': inference or training"
+    assert "\t" not in line and line.startswith("error: Missing option '--mode'")
+    assert "inference, training" in line
+
+
+def test_cli_refuses_to_write_over_the_zoo_cache_file(tmp_path):
+    from dagopt.zoo.export import cache_path
+
+    cached = cache_path("gpt2", "small", "inference", tmp_path)
+    args = ["zoo", "export", "gpt2", "--mode", "inference", "--cache-dir", str(tmp_path)]
+    result = runner.invoke(app, [*args, "--out", str(cached)])
+    assert result.exit_code == 2 and "is the zoo's cache file" in result.output
+    assert not cached.exists()
 
 
 @pytest.mark.slow

@@ -79,10 +79,7 @@ def list_models(cache_dir: CacheOption = None) -> None:
 @zoo_app.command("export")
 def export(
     name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
-    mode: Annotated[
-        Mode | None,
-        typer.Option(help="Forward graph, or forward + backward (required).", show_default=False),
-    ] = None,
+    mode: Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")],
     size: Annotated[Size, typer.Option(help="Input size variant.")] = Size.small,
     out: Annotated[
         Path | None,
@@ -95,10 +92,12 @@ def export(
 ) -> None:
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
     from dagopt.zoo import export_zoo, get_model
+    from dagopt.zoo.export import cache_path
 
-    if mode is None:  # not a required option: click's message for one lists tab-indented choices
-        raise InputError("missing option '--mode': inference or training")
     get_model(name)  # an unknown name fails before the spinner starts
+    cached = cache_path(name, size.value, mode.value, cache_dir)
+    if out is not None and out.resolve() == cached.resolve():
+        raise InputError(f"{out}: is the zoo's cache file of this model; write elsewhere")
     label = f"{name} ({size.value}, {mode.value})"
     with err_console.status(f"exporting {label}"):
         result = export_zoo(
