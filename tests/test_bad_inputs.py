@@ -437,7 +437,7 @@ ROWS = [
         "fold 2 would have no validation graph: 2 graphs of layout:xla:random fill fewer "
         "than 3 folds", {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": LAYOUT}),
     Row("train-tgraph-resume-with-set", "train tgraph --run-dir run --resume --set epochs=5",
-        "run: --set would change the run's config.json",
+        "run: the options given (--config, --set, ...) differ from the run's config.json",
         {"run/config.json": "{}", "run/state.pt": BINARY}),
     Row("tgraph-ensemble-a-directory", "train tgraph-ensemble adir m.pt -o new.pt",
         "adir: is a directory", {"adir/keep.txt": "x", "m.pt": ranker("layout:xla:random")}),

@@ -227,16 +227,6 @@ def tgraph(
         return merged
 
     cfg = _training_config(TGraphTrainConfig, config, overrides, resume, model_follows_collection)
-    if resume and cfg is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("--config", config), ("--set", settings), ("--collection", collection),
-                ("--data", data),
-            )
-            if value
-        ]  # fmt: skip
-        _check_resumed_config(run_dir, cfg, given)
 
     def describe(m: TGraphEpoch) -> str:
         return (
@@ -247,23 +237,6 @@ def tgraph(
 
     per_fold = "model.pt; per fold in fold-K/: model.pt, metrics.csv, learning_curve.png"
     _run(train_tgraph, run_dir, cfg, resume, describe, saved=per_fold)
-
-
-def _check_resumed_config(run_dir: Path, config: Any, given: list[str]) -> None:
-    """A resumed run keeps its ``config.json``: options (``given``, the flags that made
-    ``config``) that change it are refused, naming the flags."""
-    from dagopt.configs import read_config
-    from dagopt.errors import InputError
-    from dagopt.train import rundir
-
-    saved_path = run_dir / rundir.CONFIG_FILE
-    if not (run_dir / rundir.STATE_FILE).exists() or not saved_path.exists():
-        return  # rundir.open_run reports what is missing
-    if config != read_config(saved_path, type(config)):
-        raise InputError(
-            f"{run_dir}: {', '.join(given)} would change the run's config.json; "
-            "--resume alone continues the run as saved"
-        )
 
 
 @train_app.command("tgraph-ensemble")
