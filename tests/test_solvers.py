@@ -229,7 +229,7 @@ def test_sampling_methods_stop_at_the_time_limit(method):
 
 
 def test_chunked_sampling_draws_the_orders_of_one_draw():
-    from dagopt.schedule.classic import SAMPLE_CHUNK, best_sampled, least_peak
+    from dagopt.schedule.classic import SAMPLE_CHUNK, best_sampled, least_peak, sampler
     from dagopt.schedule.priority import sample_orders
 
     graph = generate_layered(60, seed=2)
@@ -237,6 +237,7 @@ def test_chunked_sampling_draws_the_orders_of_one_draw():
     count = 2 * SAMPLE_CHUNK + 17
     orders, _ = sample_orders(graph, priorities, count, np.random.default_rng(7))
     expected, _ = least_peak(graph, orders, keep_outputs=False)
-    result = best_sampled(graph, priorities, count, 7, None, keep_outputs=False)
+    draw = sampler(graph, priorities, 7)
+    result = best_sampled(graph, draw, count, None, keep_outputs=False)
     assert np.array_equal(result.order, expected)
     assert result.info == {"samples": count, "stopped_by_time_limit": False}

@@ -7,6 +7,7 @@ Ties follow node index, i.e. the file's node order.
 """
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit
@@ -76,23 +77,22 @@ def least_peak(graph: Graph, orders, *, keep_outputs: bool) -> tuple[np.ndarray,
 
 def best_sampled(
     graph: Graph,
-    priorities: np.ndarray,
+    draw: Callable[[int], np.ndarray],
     samples: int,
-    seed: int | None,
     time_limit: float | None,
     *,
     keep_outputs: bool,
+    chunk: int = SAMPLE_CHUNK,
 ) -> SolverResult:
-    """The least-peak order of ``samples`` orders drawn from eq. (8) of paper 000 with
-    ``priorities``, ``SAMPLE_CHUNK`` at a time (the same orders as one draw of all: the
-    uniforms come from one stream). ``time_limit`` stops the drawing after the first chunk
-    that ends past it; ``info`` holds the orders drawn and whether the limit stopped it."""
+    """The least-peak order of ``samples`` orders, ``draw(k)`` giving the next ``k`` as
+    rows, ``chunk`` at a time (drawn from one random stream, so the same orders as one
+    draw of all). ``time_limit`` stops the drawing after the first chunk that ends past
+    it; ``info`` holds the orders drawn and whether the limit stopped it."""
     samples = check_samples(samples)
     deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
-    rng = np.random.default_rng(seed)
     best, best_peak, drawn = None, np.inf, 0
     while drawn < samples and (deadline is None or drawn == 0 or time.perf_counter() < deadline):
-        orders, _ = sample_orders(graph, priorities, min(SAMPLE_CHUNK, samples - drawn), rng)
+        orders = draw(min(chunk, samples - drawn))
         drawn += len(orders)
         order, peak = least_peak(graph, orders, keep_outputs=keep_outputs)
         if peak < best_peak:
@@ -100,6 +100,13 @@ def best_sampled(
     return SolverResult(
         order=best, info={"samples": drawn, "stopped_by_time_limit": drawn < samples}
     )
+
+
+def sampler(graph: Graph, priorities: np.ndarray, seed: int | None) -> Callable[[int], np.ndarray]:
+    """``draw(k)`` for ``best_sampled``: ``k`` orders from eq. (8) of paper 000 with
+    ``priorities``, from one generator seeded with ``seed``."""
+    rng = np.random.default_rng(seed)
+    return lambda count: sample_orders(graph, priorities, count, rng)[0]
 
 
 @register("random", "best of N uniformly random topological orders (default 100)", ("samples",))
@@ -115,4 +122,5 @@ def solve_random(
     """The least-peak of ``samples`` uniform random topological orders (``best_sampled``)."""
     # Uniform choice among the ready nodes is eq. (8) of paper 000 with equal priorities.
     equal = np.zeros(graph.num_nodes)
-    return best_sampled(graph, equal, samples, seed, time_limit, keep_outputs=keep_outputs)
+    draw = sampler(graph, equal, seed)
+    return best_sampled(graph, draw, samples, time_limit, keep_outputs=keep_outputs)

@@ -19,7 +19,7 @@ from dagopt.graph import Graph
 from dagopt.models import MODEL_FILES, model_path
 from dagopt.objectives import peak_memory
 from dagopt.schedule.base import SolverResult, register
-from dagopt.schedule.classic import best_sampled, check_samples
+from dagopt.schedule.classic import best_sampled, check_samples, sampler
 from dagopt.schedule.dp import state_dp
 from dagopt.schedule.priority import greedy_order
 
@@ -115,7 +115,8 @@ def solve_sample(
     ``best_sampled``: drawn in chunks, stopped by ``time_limit``)."""
     check_samples(samples)
     y = _priorities(graph, checkpoint)
-    return best_sampled(graph, y, samples, seed, time_limit, keep_outputs=keep_outputs)
+    draw = sampler(graph, y, seed)
+    return best_sampled(graph, draw, samples, time_limit, keep_outputs=keep_outputs)
 
 
 @register(

@@ -16,7 +16,6 @@ order is kept as a candidate, so the result is never worse than greedy decoding.
 """
 
 import os
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,7 +24,7 @@ from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
-from dagopt.schedule.classic import SAMPLE_CHUNK, check_samples, least_peak
+from dagopt.schedule.classic import SAMPLE_CHUNK, best_sampled, check_samples, least_peak
 from dagopt.schedule.neural import beam_or_greedy, shipped_or_given_model
 
 if TYPE_CHECKING:  # torch is imported when a neural solver first runs, not at registration
@@ -77,27 +76,19 @@ def solve_sample(
     **_: object,
 ) -> SolverResult:
     """All ``samples`` episodes decode together, one batched step at a time; with a
-    ``time_limit``, ``SAMPLE_CHUNK`` episodes at a time (the same uniforms, from one
-    stream), stopping after the first chunk that ends past the limit."""
+    ``time_limit``, ``SAMPLE_CHUNK`` episodes at a time (``best_sampled``: the same
+    uniforms, from one stream), stopping after the first chunk that ends past the limit."""
     samples = check_samples(samples)
     n = graph.num_nodes
     chunk = samples if time_limit is None else min(samples, SAMPLE_CHUNK)
     # per episode: uniforms, order, ready bookkeeping (int32 counts, bool) and log-probs
     check_fits(40.0 * chunk * n, f"{chunk:,} autoregressive episodes", "draw fewer")
-    deadline = None if time_limit is None else time.perf_counter() + float(time_limit)
     model, rng = load_ar_model(checkpoint), np.random.default_rng(seed)
-    best, best_peak, drawn = None, np.inf, 0
-    while drawn < samples and (deadline is None or drawn == 0 or time.perf_counter() < deadline):
-        uniforms = rng.random((min(chunk, samples - drawn), n))
-        drawn += len(uniforms)
-        order, peak = least_peak(
-            graph, _rollout(graph, model, uniforms, keep_outputs), keep_outputs=keep_outputs
-        )
-        if peak < best_peak:
-            best, best_peak = order, peak
-    return SolverResult(
-        order=best, info={"samples": drawn, "stopped_by_time_limit": drawn < samples}
-    )
+
+    def draw(count: int) -> np.ndarray:
+        return _rollout(graph, model, rng.random((count, n)), keep_outputs)
+
+    return best_sampled(graph, draw, samples, time_limit, keep_outputs=keep_outputs, chunk=chunk)
 
 
 def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool) -> np.ndarray:
