@@ -213,6 +213,8 @@ def latency_env(
         raise InputError(f"unknown environment {env!r}; choose one of {', '.join(ENVS)}")
     if not devices:
         raise InputError("--devices needs at least one device, e.g. cpu,cuda:0")
+    if not Path(model).exists() and not _is_zoo(model):
+        raise InputError(f"no such file or zoo model: {model} (see `dagopt zoo list`)")
     if profile is not None and env != "profiled":
         raise InputError("--profile is for the profiled environment")
     if env == "simulated":

@@ -244,14 +244,6 @@ def _merge_option(options: dict[str, Any], name: str, flag: str, value: Any) -> 
     options[name] = value
 
 
-def _check_model(model: str) -> None:
-    """``InputError`` unless ``model`` (``--env``'s MODEL) is a file or a zoo model."""
-    from dagopt.zoo import model_names
-
-    if not Path(model).exists() and model not in model_names():
-        raise InputError(f"no such file or zoo model: {model} (see `dagopt zoo list`)")
-
-
 def _place_in_env(
     model: str, method: str, env: str, names, profile, noise, seed, time_limit, options
 ):
@@ -261,7 +253,6 @@ def _place_in_env(
 
     if isinstance(names, int):
         raise InputError("--env needs device names, e.g. --devices cpu,cuda:0")
-    _check_model(model)
     target = latency_env(model, env, names, profile=profile, noise=noise,
                          seed=0 if seed is None else seed)  # fmt: skip
     with progress_on_terminal():
