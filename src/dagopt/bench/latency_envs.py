@@ -143,14 +143,10 @@ def default_profile(model: str, devices: list[str]) -> Path:
 
 
 def _openvino_model(model: str) -> Any:
-    from dagopt.io.openvino import convert_openvino
+    from dagopt.io.openvino import convert_openvino, read_openvino_model
 
     if model.endswith(".xml"):
-        import openvino
-
-        if not Path(model).exists():
-            raise InputError(f"no such file: {model}")
-        return openvino.Core().read_model(model)
+        return read_openvino_model(model)
     if not _is_zoo(model):
         raise InputError(f"{model!r} is neither a zoo model nor an OpenVINO .xml")
     import torch

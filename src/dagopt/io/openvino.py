@@ -22,8 +22,10 @@ dynamic dimension, an unreadable file or a missing package is a one-line ``Input
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import numpy as np
 
@@ -46,16 +48,34 @@ def _openvino() -> Any:
 
 def read_openvino(path: str | os.PathLike) -> Graph:
     """The ``Graph`` of the OpenVINO IR ``path`` (``.xml``; its ``.bin`` beside it)."""
+    return graph_from_openvino(read_openvino_model(path), name=Path(path).stem)
+
+
+def read_openvino_model(path: str | os.PathLike) -> Any:
+    """The ``openvino.Model`` of the IR ``path``: an ``InputError`` if it is missing, not
+    well-formed XML, not an IR (root ``<net>``) or refused by OpenVINO. Only an IR reaches
+    OpenVINO: other files would make its frontends probe them and log natively to stderr."""
     file = Path(path)
     if not file.is_file():
         raise InputError(f"{file}: no such file")
+    try:
+        root = ElementTree.parse(file).getroot()
+    except ElementTree.ParseError as exc:
+        raise InputError(f"{file}: not an OpenVINO IR (malformed XML: {exc})") from None
+    if root.tag != "net":
+        raise InputError(f"{file}: not an OpenVINO IR (root element <{root.tag}>, not <net>)")
     ov = _openvino()
     try:
-        model = ov.Core().read_model(str(file))
+        return ov.Core().read_model(str(file))
     except RuntimeError as exc:
-        reason = " ".join(str(exc).split())[:200]
-        raise InputError(f"{file}: not a readable OpenVINO model ({reason})") from None
-    return graph_from_openvino(model, name=file.stem)
+        raise InputError(f"{file}: not a readable OpenVINO model ({_reason(exc)})") from None
+
+
+def _reason(exc: Exception) -> str:
+    """OpenVINO's message without its ``Exception from FILE:LINE:`` chain, on one line,
+    cut at a word near 240 characters."""
+    text = " ".join(re.sub(r"Exception from \S+:\d+:", " ", str(exc)).split())
+    return text if len(text) <= 240 else text[:240].rsplit(" ", 1)[0] + " ..."
 
 
 def convert_openvino(source: Any, **options: Any) -> Any:
@@ -71,8 +91,7 @@ def convert_openvino(source: Any, **options: Any) -> Any:
     try:
         return ov.convert_model(source, **options)
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
-        reason = " ".join(str(exc).split())[:200]
-        raise InputError(f"OpenVINO cannot convert {source!r:.80}: {reason}") from None
+        raise InputError(f"OpenVINO cannot convert {source!r:.80}: {_reason(exc)}") from None
 
 
 def _shape(output: Any, op: Any) -> list[int]:
