@@ -166,6 +166,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
                     order,
                     method=run.method,
                     peak_memory=run.peak_memory,
+                    keep_outputs=True,
                     seconds=run.seconds,
                     proved_optimal=run.proved_optimal,
                 )

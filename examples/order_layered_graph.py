@@ -63,6 +63,7 @@ write_order(
     best.order,
     method=best.method,
     peak_memory=best.peak_memory,
+    keep_outputs=False,
     seconds=best.seconds,
     proved_optimal=best.proved_optimal or proof.optimal,
 )

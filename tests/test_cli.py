@@ -288,6 +288,21 @@ def test_evaluate_keep_outputs_counts_graph_outputs(tmp_path):
     assert kept.stdout.startswith("peak 9, lower bound 7, recorded peak 6 (differs")
 
 
+def test_evaluate_takes_keep_outputs_from_the_order_file_unless_told(tmp_path):
+    graph = tmp_path / "g.json"
+    assert dagopt("generate", "layered", "--nodes", "30", "--out", tmp_path).exit_code == 0
+    (tmp_path / "layered-30-s0.json").rename(graph)
+    order = tmp_path / "o.json"
+    made = dagopt("schedule", graph, "--method", "lpmf", "--keep-outputs", "--out", order)
+    assert made.exit_code == 0, made.output
+    assert json.loads(order.read_text())["keep_outputs"] is True
+    peak = made.stdout.split("peak ")[1].split(",")[0]
+    recorded = dagopt("evaluate", graph, order, "--bound-time", "0").stdout.strip()
+    assert recorded.startswith(f"peak {peak},") and recorded.endswith(f"recorded peak {peak}")
+    freed = dagopt("evaluate", graph, order, "--free-outputs", "--bound-time", "0").stdout
+    assert freed.strip().endswith("(differs: it was computed with --keep-outputs)")
+
+
 def test_methods_lists_every_registered_solver():
     result = dagopt("methods")
     assert result.exit_code == 0, result.output

@@ -187,6 +187,7 @@ def test_order_file_round_trip(graph, tmp_path):
         order,
         method="handmade",
         peak_memory=peak,
+        keep_outputs=True,
         seconds=0.25,
         proved_optimal=False,
     )
@@ -195,6 +196,7 @@ def test_order_file_round_trip(graph, tmp_path):
     np.testing.assert_array_equal(back.order, order)
     assert (back.graph, back.method) == ("sample", "handmade")
     assert (back.peak_memory, back.seconds, back.proved_optimal) == (peak, 0.25, False)
+    assert back.keep_outputs is True
 
 
 @pytest.mark.parametrize("entry", [["a"], {"a": 1}, None, 2.5])
@@ -209,9 +211,10 @@ def test_order_entry_that_is_no_node_id_is_an_input_error(graph, entry, tmp_path
 def test_recorded_peak_that_is_no_finite_number_reads_as_none(graph, recorded, tmp_path):
     path = tmp_path / "order.json"
     order = json.dumps([graph.names[v] for v in graph.topological_order.tolist()])
-    path.write_text(f'{{"order": {order}, "peak_memory": {recorded}, "seconds": {recorded}}}')
+    fields = ", ".join(f'"{key}": {recorded}' for key in ("peak_memory", "seconds", "keep_outputs"))
+    path.write_text(f'{{"order": {order}, {fields}}}')
     back = read_order(path, graph)
-    assert back.peak_memory is None and back.seconds is None
+    assert back.peak_memory is None and back.seconds is None and back.keep_outputs is None
 
 
 def test_atomic_write_names_a_directory_or_file_in_the_way(graph, tmp_path):

@@ -459,6 +459,7 @@ def test_cli_import_then_export_reordered(cli, tmp_path):
         schedule.order,
         method="random",
         peak_memory=schedule.peak_memory,
+        keep_outputs=False,
         seconds=schedule.seconds,
         proved_optimal=None,
     )

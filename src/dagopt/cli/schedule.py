@@ -79,13 +79,14 @@ def _result_line(graph: Graph, result: Schedule, keep_outputs: bool) -> str:
     )
 
 
-def _write(out: Path, graph: Graph, result: Schedule) -> Path:
+def _write(out: Path, graph: Graph, result: Schedule, keep_outputs: bool) -> Path:
     return write_order(
         out,
         graph,
         result.order,
         method=result.method,
         peak_memory=result.peak_memory,
+        keep_outputs=keep_outputs,
         seconds=result.seconds,
         proved_optimal=result.proved_optimal,
     )
@@ -186,8 +187,9 @@ def schedule(
     spec.check_options(options)  # before any graph is read or any result written
     job = SolveJob(method, seed, time_limit, keep_outputs, options)
     inputs = tuple(Path(p) for p in (checkpoint, guide) if p is not None and Path(p).is_file())
+    write = partial(_write, keep_outputs=keep_outputs)
     describe = partial(_result_line, keep_outputs=keep_outputs)
-    run_graphs(graph_paths, out_dir, out, ".order.json", job, _write, describe,
+    run_graphs(graph_paths, out_dir, out, ".order.json", job, write, describe,
                Executor(jobs, ray), inputs)  # fmt: skip
 
 
@@ -196,7 +198,15 @@ def evaluate(
     order_path: Annotated[
         Path, typer.Argument(metavar="ORDER", help="Order file (.json, see `schedule --out`).")
     ],
-    keep_outputs: KeepOutputs = False,
+    keep_outputs: Annotated[
+        bool | None,
+        typer.Option(
+            "--keep-outputs/--free-outputs",
+            help="Keep graph outputs (sinks) alive to the end, or free them after their last "
+            "use. Default: what ORDER records (`schedule --out` records it), else free.",
+            show_default=False,
+        ),
+    ] = None,
     profile: Annotated[bool, typer.Option("--profile", help="Print memory at every step.")] = False,
     bound_time: Annotated[
         float,
@@ -214,6 +224,8 @@ def evaluate(
     bound, then branching on precedences); "proved optimal" when it meets the peak."""
     graph = load(graph_path)
     order_file = read_order(order_path, graph)
+    if keep_outputs is None:
+        keep_outputs = bool(order_file.keep_outputs)
     steps = memory_profile(graph, order_file.order, keep_outputs=keep_outputs)
     if profile:
         console.print(_profile_table(graph, steps))
@@ -237,8 +249,13 @@ def evaluate(
         if not math.isclose(recorded, steps.peak, rel_tol=1e-9, abs_tol=1e-9):
             if order_file.graph and order_file.graph != graph.name:
                 line += f" (differs: the order file was made for graph {order_file.graph!r})"
-            else:
+            elif order_file.keep_outputs not in (None, keep_outputs):
+                flag = "--keep-outputs" if order_file.keep_outputs else "--free-outputs"
+                line += f" (differs: it was computed with {flag})"
+            elif order_file.keep_outputs is None:
                 line += " (differs: was it computed with another --keep-outputs?)"
+            else:
+                line += " (differs: was the graph's memory changed since?)"
     console.print(line, markup=False)
 
 

@@ -1,5 +1,6 @@
-"""Order files: ``{"graph", "method", "order": [node ids], "peak_memory", "seconds",
-"proved_optimal"}`` with node ids exactly as in the graph file."""
+"""Order files: ``{"graph", "method", "order": [node ids], "peak_memory", "keep_outputs",
+"seconds", "proved_optimal"}`` with node ids exactly as in the graph file;
+``keep_outputs`` is whether ``peak_memory`` keeps the graph outputs alive to the end."""
 
 import json
 import math
@@ -26,6 +27,7 @@ class OrderFile:
     method: str
     order: np.ndarray
     peak_memory: float | None
+    keep_outputs: bool | None
     seconds: float | None
     proved_optimal: bool | None
 
@@ -37,15 +39,18 @@ def write_order(
     *,
     method: str,
     peak_memory: float,
+    keep_outputs: bool,
     seconds: float,
     proved_optimal: bool | None,
 ) -> Path:
-    """Write an order (node indices of ``graph``) as an order file, atomically."""
+    """Write an order (node indices of ``graph``) as an order file, atomically; its
+    ``peak_memory`` was computed with ``keep_outputs``."""
     document = {
         "graph": graph.name,
         "method": method,
         "order": [graph.names[v] for v in np.asarray(order).tolist()],
         "peak_memory": float(peak_memory),
+        "keep_outputs": bool(keep_outputs),
         "seconds": float(seconds),
         "proved_optimal": proved_optimal,
     }
@@ -85,19 +90,21 @@ def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
 
     Unknown ids are an ``InputError``; whether the order is a valid topological
     order is checked by the objective that evaluates it. The recorded ``peak_memory``
-    and ``seconds`` are informative only: anything but a finite number reads as None.
+    and ``seconds`` are informative only: anything but a finite number reads as None,
+    and ``keep_outputs`` and ``proved_optimal`` anything but a boolean.
     """
     file = Path(path)
     data = read_json_file(file)
     if not isinstance(data, dict) or not isinstance(data.get("order"), list):
         raise InputError(f"{file}: not an order file (expected an object with an 'order' list)")
     order = node_indices(file, graph, data["order"])
-    proved = data.get("proved_optimal")
+    keep, proved = data.get("keep_outputs"), data.get("proved_optimal")
     return OrderFile(
         graph=str(data.get("graph", "")),
         method=str(data.get("method", "")),
         order=order,
         peak_memory=_finite(data.get("peak_memory")),
+        keep_outputs=keep if isinstance(keep, bool) else None,
         seconds=_finite(data.get("seconds")),
         proved_optimal=proved if isinstance(proved, bool) else None,
     )
