@@ -51,11 +51,12 @@ profile = memory_profile(graph, best.order)
 print(f"best: {best.method}, peak reached at step {profile.peak_step} of {graph.num_nodes}")
 # branch and bound on precedences from the cut bound, stopping if it meets the best peak
 proof = branch_bound(graph, upper=best.peak_memory, time_limit=30)
-verdict = (
-    "optimal"
-    if proof.optimal
-    else f"at most {100 * (best.peak_memory / proof.bound - 1):.2f} % above optimal"
-)
+if best.proved_optimal:
+    verdict = f"optimal (proved by {best.method} itself)"
+elif proof.optimal:
+    verdict = "optimal (proved by the branch bound)"
+else:
+    verdict = f"at most {100 * (best.peak_memory / proof.bound - 1):.2f} % above optimal"
 print(f"branch bound {proof.bound:.4g} ({proof.expanded} subproblems): the best order is {verdict}")
 write_order(
     args.out,
