@@ -430,8 +430,9 @@ ROWS = [
         "b.npz: a tile file in layout collection layout:xla:random",
         {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": TILE}),
     Row("train-tgraph-one-runtime", NEW_TGRAPH_RUN,
-        "b.npz: nothing to rank: its 200 configurations all have the same runtime",
-        {f"{LAYOUT_TRAIN}/a.npz": LAYOUT, f"{LAYOUT_TRAIN}/b.npz": one_runtime_layout}),
+        "layout:xla:random: nothing to rank: all 2 graphs have fewer than 2 configurations "
+        "with different runtimes", {f"{LAYOUT_TRAIN}/a.npz": one_runtime_layout,
+                                    f"{LAYOUT_TRAIN}/b.npz": one_runtime_layout}),
     Row("train-tgraph-more-folds-than-graphs",  # fails before fold 0 trains: no run left
         f"{NEW_TGRAPH_RUN} --set folds=3 --set train_folds=3 --set keep_folds=1",
         "fold 2 would have no validation graph: 2 graphs of layout:xla:random fill fewer "

@@ -4,6 +4,7 @@ resume and the ``dagopt rank`` / ``dagopt train tgraph`` commands, on SYNTHETIC 
 
 import dataclasses
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +13,14 @@ import torch
 from typer.testing import CliRunner
 
 from dagopt.cli.main import app
-from dagopt.errors import InputError
+from dagopt.errors import DagoptWarning, InputError
 from dagopt.generate.tpugraphs import (
     synthetic_layout_record,
     synthetic_tile_record,
     write_synthetic_collection,
 )
 from dagopt.integrations.tvm.tile import TileKernel, Tiling
-from dagopt.io.tpugraphs import LayoutRecord, read_submission
+from dagopt.io.tpugraphs import LayoutRecord, read_submission, read_tpugraphs, write_tpugraphs
 from dagopt.models import model_path
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.layers.cross_config_attention import CrossConfigAttention
@@ -52,6 +53,7 @@ from dagopt.train.tgraph import (
     read_metrics,
     train_step,
     train_tgraph,
+    training_graphs,
     warmup_cosine,
 )
 
@@ -567,19 +569,29 @@ def test_bad_training_options_are_one_line_errors(changes, message):
 
 
 def test_a_hopeless_run_fails_before_its_run_directory_exists(tmp_path):
-    """Folds left without validation graphs, a graph with nothing to rank (one
-    configuration, or one runtime for all): errors before any fold trains, no run left."""
+    """Folds left without validation graphs, graphs with nothing to rank (one
+    configuration, or one runtime for all) and nothing else: errors before any fold
+    trains, no run left."""
     graphs = [graph_for("layout", seed=s) for s in range(4)]
     single = dataclasses.replace(graph_for("layout", configs=1), name="single")
     flat = dataclasses.replace(graphs[0], name="flat", runtimes=np.full(24, 3.0))
     for config, given, message in (
         (tiny_run(folds=6, train_folds=6), graphs, "fold 4 would have no validation graph"),
-        (tiny_run(), [*graphs, single], "single: nothing to rank: one configuration"),
-        (tiny_run(), [*graphs, flat], "flat: nothing to rank: its 24 configurations all"),
+        (tiny_run(), [single, flat], "nothing to rank: all 2 graphs have fewer than 2"),
     ):
         with pytest.raises(InputError, match=message):
             train_tgraph(tmp_path / "run", config, graphs=given)
         assert not (tmp_path / "run").exists()
+
+
+def test_graphs_with_nothing_to_rank_are_left_out_with_a_warning():
+    graphs = [graph_for("layout", seed=s) for s in range(4)]
+    single = dataclasses.replace(graph_for("layout", configs=1), name="single")
+    flat = dataclasses.replace(graphs[0], name="flat", runtimes=np.full(24, 3.0))
+    message = r"layout:xla:random: left out 2 of 6 graphs with fewer .*: single, flat$"
+    with pytest.warns(DagoptWarning, match=message):
+        kept, fold, *_ = training_graphs(tiny_run(), [single, *graphs, flat])
+    assert kept == graphs and fold.tolist() == fold_of(graphs, 3, seed=0).tolist()
 
 
 def test_a_companion_graph_takes_its_namesakes_fold_and_one_without_is_left_out():
@@ -648,6 +660,25 @@ def test_cli_trains_then_ranks(collection, tmp_path):
     ranking = read_submission(out)["layout:xla:random:synthetic-test-000"]
     assert sorted(ranking) == list(range(20))
     assert [int(line.split()[1]) for line in lines[2:5]] == ranking[:3].tolist()
+
+
+def test_cli_warns_in_one_line_of_a_graph_left_out(collection, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(collection, data)
+    train = data / "npz/layout/xla/random/train"
+    record = read_tpugraphs(train / "synthetic-train-000.npz")
+    flat = np.full_like(record.config_runtime, 7)
+    write_tpugraphs(dataclasses.replace(record, config_runtime=flat), train / "flat.npz")
+    result = dagopt(
+        "train", "tgraph", "--collection", "layout:xla:random", "--data", data,
+        "--run-dir", tmp_path / "run", "--set", "epochs=1", "--set", "folds=2",
+        "--set", "train_folds=1", "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0] == (
+        "warning: layout:xla:random: left out 1 of 5 graphs with fewer than 2 "
+        "configurations with different runtimes (nothing to rank): flat.npz"
+    )
 
 
 def test_cli_errors_are_one_line(collection, tmp_path):

@@ -23,6 +23,11 @@ class SolverError(DagoptError):
     """A solver cannot finish the request (state budget exhausted, bad option...)."""
 
 
+class DagoptWarning(UserWarning):
+    """Something the user should know that does not stop the work (graphs left out of a
+    training set...). The CLI prints it as one line ``warning: <message>`` on stderr."""
+
+
 def reject_unknown_keys(data, dataclass_type: type, what: str) -> None:
     """Raise ``InputError`` naming the first key of ``data`` that is not a field of
     ``dataclass_type`` (``what`` says what the keys are, e.g. "training option")."""

@@ -7,9 +7,13 @@ exits with status 2; only a bare group (``dagopt``, ``dagopt train``) prints its
 Running out of memory (a request the memory guards of ``dagopt.resources`` did not
 foresee) is one line and exit 2 as well. Ctrl-C prints ``error: interrupted`` and exits
 130 (128 + SIGINT), as a shell does; outputs are written atomically, so an interrupted
-command leaves no partial file.
+command leaves no partial file. A ``DagoptWarning`` (the work goes on) is one line
+``warning: <message>`` on stderr, each time it is raised.
 """
 
+import warnings
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import typer
@@ -21,13 +25,13 @@ from dagopt.cli.examples import examples
 from dagopt.cli.generate import generate_app
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.methods import methods
-from dagopt.cli.output import INTERRUPTED_EXIT, fail
+from dagopt.cli.output import INTERRUPTED_EXIT, fail, warn_line
 from dagopt.cli.place import evaluate_placement, place_command
 from dagopt.cli.rank import rank
 from dagopt.cli.schedule import evaluate, schedule
 from dagopt.cli.train import train_app
 from dagopt.cli.zoo import zoo_app
-from dagopt.errors import DagoptError
+from dagopt.errors import DagoptError, DagoptWarning
 
 
 def _usage_error(exc: UsageError) -> typer.Exit:
@@ -38,6 +42,21 @@ def _usage_error(exc: UsageError) -> typer.Exit:
     if exc.ctx is not None:
         message += f"; see '{exc.ctx.command_path} --help'"
     return fail(message, exc.exit_code)
+
+
+def _show_warning(
+    python_shows: Callable[..., None],
+    message: Warning | str,
+    category: type[Warning],
+    *args: Any,
+    **kwargs: Any,
+) -> None:
+    """``warnings.showwarning`` for a command: a ``DagoptWarning`` as one ``warning:``
+    line, any other warning as ``python_shows`` it."""
+    if issubclass(category, DagoptWarning):
+        warn_line(str(message))
+    else:
+        python_shows(message, category, *args, **kwargs)
 
 
 class _UserErrorGroup(TyperGroup):
@@ -58,7 +77,10 @@ class _UserErrorGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", DagoptWarning)
+                warnings.showwarning = partial(_show_warning, warnings.showwarning)
+                return super().invoke(ctx)
         except NoArgsIsHelpError:
             raise
         except UsageError as exc:

@@ -40,6 +40,12 @@ def fail(message: str, code: int = USER_ERROR_EXIT) -> typer.Exit:
     return typer.Exit(code)
 
 
+def warn_line(message: str) -> None:
+    """Print ``warning: <message>`` as one line on stderr (the work goes on)."""
+    one_line = " ".join(str(message).splitlines())
+    typer.echo(f"warning: {one_line}", err=True)
+
+
 def check_output(out: Path | None, *inputs: Path) -> None:
     """Refuse an output path that names one of the command's input files: writing it
     would destroy the input the command reads."""

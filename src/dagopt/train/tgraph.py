@@ -26,6 +26,7 @@ ensemble and the inference are the same.
 """
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +36,7 @@ import numpy as np
 import torch
 
 from dagopt.configs import Config
-from dagopt.errors import InputError
+from dagopt.errors import DagoptWarning, InputError
 from dagopt.io.atomic import write_torch_atomic
 from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, collection_files, read_tpugraphs
 from dagopt.nn.checkpoint import load_model, save_model
@@ -218,8 +219,8 @@ class TGraphEpoch:
 def load_graphs(
     data: str | Path, collection: str, splits: Sequence[str], *, deduplicate: bool = True
 ) -> list[PreparedGraph]:
-    """Every file of ``collection`` in ``splits`` under ``data``, prepared; each must be a
-    graph of the collection's kind with runtimes to rank (``check_rankable``)."""
+    """Every file of ``collection`` in ``splits`` under ``data``, prepared, less those
+    with nothing to rank (``rankable_graphs``); each must be of the collection's kind."""
     paths = [p for split in splits for p in collection_files(data, collection, split)]
     if not paths:
         raise InputError(f"{data}: no .npz files for {collection} in {', '.join(splits)}")
@@ -231,27 +232,38 @@ def load_graphs(
             raise InputError(
                 f"{path}: a {record_kind(record)} file in {kind} collection {collection}"
             )
-        graph = prepare(record, deduplicate=deduplicate)
-        check_rankable(graph, path)
-        graphs.append(graph)
-    return graphs
+        graphs.append(prepare(record, deduplicate=deduplicate))
+    return rankable_graphs(graphs, [path.name for path in paths], collection)
 
 
-def check_rankable(graph: PreparedGraph, where: str | Path) -> None:
-    """``graph`` (read from ``where``) has runtimes with two distinct values among its
-    configurations: the pairs that training ranks and validation scores."""
-    if graph.runtimes is None:
-        raise InputError(f"{where}: training needs runtimes (is this a test split?)")
-    need = "a graph needs at least 2 configurations with different runtimes"
-    if graph.num_configs < 2:
-        raise InputError(
-            f"{where}: nothing to rank: one configuration (duplicates removed); {need}"
+def rankable_graphs(
+    graphs: Sequence[PreparedGraph], names: Sequence[str], collection: str
+) -> list[PreparedGraph]:
+    """``graphs`` (of ``collection``, known to the user as ``names``) less those with
+    nothing to rank: fewer than two configurations (duplicates removed) or one runtime
+    for all, which give training no pair and Kendall's tau no value. The TpuGraphs
+    baselines drop them too (``min_train_configs``); a ``DagoptWarning`` names them. A
+    graph without runtimes, or none left, is an ``InputError``."""
+    kept, left_out = [], []
+    for graph, name in zip(graphs, names, strict=True):
+        if graph.runtimes is None:
+            raise InputError(f"{name}: training needs runtimes (is this a test split?)")
+        if graph.num_configs >= 2 and np.ptp(graph.runtimes) > 0:
+            kept.append(graph)
+        else:
+            left_out.append(name)
+    why = "fewer than 2 configurations with different runtimes"
+    if not kept:
+        raise InputError(f"{collection}: nothing to rank: all {len(graphs)} graphs have {why}")
+    if left_out:
+        listed = ", ".join(left_out[:5]) + (", ..." if len(left_out) > 5 else "")
+        warnings.warn(
+            f"{collection}: left out {len(left_out)} of {len(graphs)} graphs with {why} "
+            f"(nothing to rank): {listed}",
+            DagoptWarning,
+            stacklevel=2,
         )
-    if np.ptp(graph.runtimes) == 0:
-        raise InputError(
-            f"{where}: nothing to rank: its {graph.num_configs} configurations all have "
-            f"the same runtime; {need}"
-        )
+    return kept
 
 
 def fold_of(graphs: Sequence[PreparedGraph], folds: int, seed: int) -> np.ndarray:
@@ -298,16 +310,15 @@ def load_companions(
 def training_graphs(
     config: TGraphTrainConfig, graphs: Sequence[PreparedGraph] | None = None
 ) -> tuple[Sequence[PreparedGraph], np.ndarray, list[PreparedGraph], np.ndarray]:
-    """The primary collection's graphs (``graphs``, each ``check_rankable``, else read
-    from ``config.data``) with their folds (``fold_of``), then the companions' with
+    """The primary collection's graphs (``graphs`` less those with nothing to rank, else
+    read from ``config.data``) with their folds (``fold_of``), then the companions' with
     theirs (``load_companions``)."""
     if graphs is None:
         if not config.data:
             raise InputError("--data is required for a new run (the folder that holds npz/)")
         graphs = load_graphs(config.data, config.collection, config.splits)
     else:
-        for graph in graphs:
-            check_rankable(graph, graph.name)
+        graphs = rankable_graphs(graphs, [g.name for g in graphs], config.collection)
     fold = fold_of(graphs, config.folds, config.seed)
     return graphs, fold, *load_companions(config, graphs, fold)
 
