@@ -1,4 +1,7 @@
 import itertools
+import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -216,3 +219,17 @@ def test_largest_caps_the_window_sizes():
 def test_rejects_bad_options(options):
     with pytest.raises(SolverError):
         solve(generate_layered(20, seed=0), "anytime", time_limit=1, **options)
+
+
+def test_ctrl_c_in_a_kernel_is_a_keyboard_interrupt():
+    """numba turns a KeyboardInterrupt raised in a kernel's clock (``kernels.now``) into
+    a SystemError; the solver gives the Ctrl-C back (the CLI then exits 130)."""
+    graph = generate_layered(200, seed=0)
+    solve(graph, "anytime", seed=0, time_limit=0.2)  # compiled: the search is in kernels
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            solve(graph, "anytime", seed=0, time_limit=30)
+    finally:
+        timer.cancel()

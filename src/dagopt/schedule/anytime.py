@@ -556,15 +556,20 @@ def solve_anytime(
         )
     if int(threads) < 1:
         raise SolverError(f"threads must be >= 1, got {threads}")
-    order, proved, info = anytime_order(
-        graph,
-        seed=0 if seed is None else int(seed),
-        time_limit=limit,
-        keep_outputs=keep_outputs,
-        window=int(window),
-        largest=int(largest),
-        windows=None if windows is None else int(windows),
-        threads=int(threads),
-        guide=None if guide is None else str(guide),
-    )
+    try:
+        order, proved, info = anytime_order(
+            graph,
+            seed=0 if seed is None else int(seed),
+            time_limit=limit,
+            keep_outputs=keep_outputs,
+            window=int(window),
+            largest=int(largest),
+            windows=None if windows is None else int(windows),
+            threads=int(threads),
+            guide=None if guide is None else str(guide),
+        )
+    except SystemError as exc:  # numba wraps a Ctrl-C that lands in a kernel's clock
+        if isinstance(exc.__cause__, KeyboardInterrupt):
+            raise KeyboardInterrupt from None
+        raise
     return SolverResult(order=order, proved_optimal=proved, info=info)
