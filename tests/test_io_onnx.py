@@ -342,6 +342,33 @@ def test_bad_files_are_one_line_input_errors(tmp_path, content, message):
         read_onnx(tmp_path / "missing.onnx")
 
 
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: None, "should be stored in .*, but it is not regular file"),
+        (lambda data: data[:10], "exceeds available data"),
+    ],
+)
+def test_missing_or_truncated_external_data_is_one_line(tmp_path, damage, message):
+    path = tmp_path / "ext.onnx"
+    onnx.save(mlp(), path, save_as_external_data=True, location="ext.bin", size_threshold=0)
+    weights = tmp_path / "ext.bin"
+    kept = damage(weights.read_bytes())
+    weights.unlink()
+    if kept is not None:
+        weights.write_bytes(kept)
+    with pytest.raises(InputError, match=f"ext.onnx: cannot read its external data: .*{message}"):
+        read_onnx(path)
+
+
+def test_shapes_beyond_the_float_range_are_one_line(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    huge = [2**62] * 20  # 2**1240 elements
+    path = save(make_model(nodes, [tensor("x", huge)], [tensor("y", huge)]), tmp_path / "h.onnx")
+    with pytest.raises(InputError, match=r"h.onnx: tensor shapes too large: .* float range"):
+        read_onnx(path)
+
+
 def test_load_dispatches_on_onnx_suffix(tmp_path):
     path = save(branchy(), tmp_path / "branchy.onnx")
     assert load(path).names == read_onnx(path).graph.names

@@ -61,6 +61,14 @@ def test_dynamic_shapes_and_bad_files_are_one_line_errors(cnn, tmp_path, capfd):
     assert capfd.readouterr().err == ""  # no native log lines from OpenVINO's frontends
 
 
+def test_shapes_beyond_the_float_range_are_one_line():
+    from openvino import opset13
+
+    x = opset13.parameter([2**62] * 20, ov.Type.f32, name="x")  # 2**1240 elements
+    with pytest.raises(InputError, match=r"tensor shapes too large: .* float range"):
+        graph_from_openvino(ov.Model([opset13.relu(x)], [x], "huge"))
+
+
 def test_the_graph_orders_and_places(cnn):
     from dagopt.place import place
     from dagopt.schedule import solve

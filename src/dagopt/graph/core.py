@@ -19,6 +19,10 @@ import numpy as np
 from dagopt.errors import GraphError
 from dagopt.graph.bitset import bits_to_bool, singleton_bits
 
+#: Why a model reader (ONNX, OpenVINO) refuses a model whose tensor shapes overflow a
+#: float (Python raises OverflowError turning such a size or FLOP count into one).
+BEYOND_FLOAT_RANGE = "tensor shapes too large: a size or FLOP count exceeds the float range"
+
 NodeId = int | str
 
 

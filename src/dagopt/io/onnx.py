@@ -43,6 +43,7 @@ from onnx import TensorProto
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph, validate_order
+from dagopt.graph.core import BEYOND_FLOAT_RANGE
 from dagopt.io.atomic import write_bytes_atomic
 
 #: Bits per element of the element types ONNX packs below one byte per element.
@@ -112,6 +113,8 @@ def read_onnx(path: str | os.PathLike, *, assume_size: float | None = None) -> O
         return _build(model, inferred.graph, file.stem, assume_size)
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
+    except OverflowError:  # a size or FLOP count of dimensions beyond the float range
+        raise InputError(f"{file}: {BEYOND_FLOAT_RANGE}") from None
 
 
 def write_onnx(
@@ -154,6 +157,8 @@ def _load(file: Path) -> onnx.ModelProto:
         raise InputError(f"{file}: cannot read ({exc.strerror or exc})") from None
     except DecodeError:
         raise InputError(f"{file}: not an ONNX model (truncated or corrupt protobuf)") from None
+    except (onnx.checker.ValidationError, ValueError) as exc:  # its external data
+        raise InputError(f"{file}: cannot read its external data: {_one_line(exc)}") from None
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as exc:

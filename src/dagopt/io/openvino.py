@@ -31,6 +31,7 @@ import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.graph.core import BEYOND_FLOAT_RANGE
 
 #: Node data key of the zero-padded output shape (read by ``dagopt.nn.hsdag.features``).
 SHAPE_KEY = "output_shape"
@@ -48,7 +49,11 @@ def _openvino() -> Any:
 
 def read_openvino(path: str | os.PathLike) -> Graph:
     """The ``Graph`` of the OpenVINO IR ``path`` (``.xml``; its ``.bin`` beside it)."""
-    return graph_from_openvino(read_openvino_model(path), name=Path(path).stem)
+    model = read_openvino_model(path)
+    try:
+        return graph_from_openvino(model, name=Path(path).stem)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
 def read_openvino_model(path: str | os.PathLike) -> Any:
@@ -150,6 +155,13 @@ def placeable_ops(model: Any) -> tuple[list[Any], list[Any]]:
 
 def graph_from_openvino(model: Any, *, name: str | None = None) -> Graph:
     """The ``Graph`` of an ``openvino.Model`` (module docstring)."""
+    try:
+        return _graph(model, name)
+    except OverflowError:  # a size or FLOP count of dimensions beyond the float range
+        raise InputError(BEYOND_FLOAT_RANGE) from None
+
+
+def _graph(model: Any, name: str | None) -> Graph:
     kept, folded = placeable_ops(model)
     constant = {id(op) for op in folded}
     index = {id(op): v for v, op in enumerate(kept)}
