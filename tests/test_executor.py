@@ -111,6 +111,20 @@ def test_batch_on_processes_matches_serial_and_reports_the_broken_graph(tmp_path
     assert before == {p: p.stat().st_mtime_ns for p in (tmp_path / "jobs").glob("*.order.json")}
 
 
+def test_a_cyclic_graph_fails_alone_and_a_request_without_results_is_replaced(tmp_path):
+    folder = tmp_path / "g"
+    folder.mkdir()
+    cycle = {"nodes": [{"id": 0}, {"id": 1}], "edges": [[0, 1], [1, 0]]}
+    (folder / "cycle.json").write_text(json.dumps(cycle))
+    out = tmp_path / "out"
+    assert_failed_batch(dagopt(*SCHEDULE, folder, "--out-dir", out), "cycle", 1)
+    assert summary(out)["cycle.json"]["status"] == "failed"
+    write_graph_json(generate_layered(30, seed=0), folder / "cycle.json")  # repaired
+    other = dagopt("schedule", "-m", "bfs", folder, "--out-dir", out)
+    assert other.exit_code == 0, other.output  # the first request left no result
+    assert json.loads((out / "request.json").read_text())["method"] == "bfs"
+
+
 def test_place_batch_on_processes_matches_serial(tmp_path):
     folder = tmp_path / "p"
     folder.mkdir()

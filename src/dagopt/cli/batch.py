@@ -21,7 +21,7 @@ from typing import Annotated, Any
 import typer
 
 from dagopt.cli.output import check_output, console, err_console, progress_bar, progress_on_terminal
-from dagopt.errors import InputError, SolverError
+from dagopt.errors import DagoptError, InputError, SolverError
 from dagopt.executor import Executor, Outcome, error_line
 from dagopt.graph import Graph
 from dagopt.io import READERS, load
@@ -151,7 +151,7 @@ def run_batch(
     if any(p.is_dir() and p.resolve() == out_dir.resolve() for p in paths):
         raise InputError(f"{out_dir}: is an input folder; write the results elsewhere")
     outputs = [out_dir / f"{file.stem}{suffix}" for file in files]
-    _claim(out_dir, job, [o for o in outputs if o.exists()])
+    _claim(out_dir, suffix, job, [o for o in outputs if o.exists()])
     rows: list[BatchRow | None] = [
         _row(f, o, "resumed") if o.exists() else None for f, o in zip(files, outputs, strict=True)
     ]
@@ -161,7 +161,7 @@ def run_batch(
             try:
                 graphs.append(load(file))
                 todo.append(i)
-            except (InputError, OSError) as exc:
+            except (DagoptError, OSError) as exc:  # unreadable, cyclic, bad sizes...
                 rows[i] = _failed(file, error_line(exc))
                 _report_failure(file, rows[i].error)
     with progress_bar() as bar:
@@ -196,13 +196,14 @@ def _request(job: Callable[[Graph], Any]) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(job), default=str))
 
 
-def _claim(out_dir: Path, job: Callable[[Graph], Any], done: list[Path]) -> None:
+def _claim(out_dir: Path, suffix: str, job: Callable[[Graph], Any], done: list[Path]) -> None:
     """Record in ``out_dir/request.json`` what ``job`` asks for, or check that the results
-    already there answer the same request: a rerun with another method or option would
-    otherwise mix its results with the old ones, reported as resumed."""
+    already there (files ending in ``suffix``) answer the same request: a rerun with
+    another method or option would otherwise mix its results with the old ones, reported
+    as resumed. A request that left no result (every graph failed) is replaced."""
     request = _request(job)
     recorded_file = out_dir / REQUEST_FILE
-    if recorded_file.exists():
+    if recorded_file.exists() and any(out_dir.glob(f"*{suffix}")):
         recorded = read_json_file(recorded_file)
         changed = sorted(
             k for k in request.keys() | recorded.keys() if request.get(k) != recorded.get(k)
