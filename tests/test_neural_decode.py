@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dagopt import Graph
+from dagopt.generate import generate_layered
 from dagopt.objectives import peak_memory
 from dagopt.schedule import solve
 from dagopt.schedule.dp import state_dp
@@ -43,6 +44,16 @@ def test_neural_beam_never_worse_than_greedy(g):
     greedy = solve(g, "topoformer-greedy")
     for width in (2, 4, 16):
         assert solve(g, "topoformer-beam", beam_width=width).peak_memory <= greedy.peak_memory
+
+
+@pytest.mark.parametrize("method", ["topoformer-beam", "topoformer-ar-beam"])
+def test_beams_past_their_time_limit_narrow_to_one_order(method):
+    graph = generate_layered(120, seed=3)
+    solve(graph, method, beam_width=2)  # loaded and compiled: the limit times the search
+    timed = solve(graph, method, beam_width=100_000, time_limit=1e-6)
+    assert timed.info["time_limit_hit_at_step"] == 1 and graph.is_topological(timed.order)
+    assert timed.peak_memory <= solve(graph, method.replace("beam", "greedy")).peak_memory
+    assert solve(graph, method, beam_width=2).info["time_limit_hit_at_step"] == 0
 
 
 @settings(max_examples=30, deadline=None)

@@ -8,6 +8,7 @@ orders. The model comes from ``--checkpoint`` or is the shipped
 """
 
 import os
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,15 +50,21 @@ def shipped_or_given_model(
 
 
 def beam_or_greedy(
-    graph: Graph, beam: np.ndarray, greedy: np.ndarray, keep_outputs: bool
+    graph: Graph, beam: np.ndarray, greedy: np.ndarray, keep_outputs: bool, late: int
 ) -> SolverResult:
     """A beam search's order, or the greedy order of the same model where its peak is
-    lower: a beam decoder is never worse than greedy decoding."""
-    if peak_memory(graph, greedy, keep_outputs=keep_outputs) < peak_memory(
-        graph, beam, keep_outputs=keep_outputs
-    ):
-        return SolverResult(order=greedy, info={"chosen": "greedy"})
-    return SolverResult(order=beam, info={"chosen": "beam"})
+    lower: a beam decoder is never worse than greedy decoding. ``late``: the step after
+    which the search ran out of time (0: it did not), kept in info."""
+    chosen = (
+        "greedy"
+        if peak_memory(graph, greedy, keep_outputs=keep_outputs)
+        < peak_memory(graph, beam, keep_outputs=keep_outputs)
+        else "beam"
+    )
+    return SolverResult(
+        order=greedy if chosen == "greedy" else beam,
+        info={"chosen": chosen, "time_limit_hit_at_step": late},
+    )
 
 
 def load_model(checkpoint: str | os.PathLike | None) -> "PriorityModel":
@@ -127,6 +134,7 @@ def solve_sample(
 def solve_beam(
     graph: Graph,
     *,
+    time_limit: float | None = None,
     keep_outputs: bool = False,
     checkpoint=None,
     beam_width: int = 16,
@@ -134,12 +142,16 @@ def solve_beam(
 ) -> SolverResult:
     """Beam search ranked by log-probability (eq. 8); of two partial orders with the same
     node set the lower peak survives. The greedy order is kept as a candidate, so the
-    result is never worse than greedy decoding of the same priorities."""
+    result is never worse than greedy decoding of the same priorities. Past
+    ``time_limit`` (priorities included) the beam narrows to one order, as in
+    ``approx-dp`` (``time_limit_hit_at_step`` in info)."""
     if int(beam_width) < 1:
         raise SolverError(f"beam width must be >= 1, got {beam_width}")
+    start = time.perf_counter()
     y = _priorities(graph, checkpoint)
-    beam, _, _ = state_dp(
-        graph, beam_width=int(beam_width), keep_outputs=keep_outputs, priorities=y
+    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
+    beam, _, info = state_dp(
+        graph, beam_width=int(beam_width), keep_outputs=keep_outputs, time_limit=left, priorities=y
     )
-    greedy = greedy_order(graph, y)
-    return beam_or_greedy(graph, beam, greedy, keep_outputs)
+    late = info["time_limit_hit_at_step"]
+    return beam_or_greedy(graph, beam, greedy_order(graph, y), keep_outputs, late)

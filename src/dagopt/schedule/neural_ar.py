@@ -15,7 +15,9 @@ with probability about ``2^-64`` per pair. As for ``topoformer-beam``, the greed
 order is kept as a candidate, so the result is never worse than greedy decoding.
 """
 
+import math
 import os
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -91,23 +93,33 @@ def solve_sample(
     return best_sampled(graph, draw, samples, time_limit, keep_outputs=keep_outputs, chunk=chunk)
 
 
-def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool) -> np.ndarray:
+def beam_search(
+    graph: Graph,
+    model: "ARPolicy",
+    width: int,
+    keep_outputs: bool,
+    time_limit: float | None = None,
+) -> tuple[np.ndarray, int]:
     """The ``width`` partial orders of highest ``sum log p`` with state collapsing (module
-    docstring); returns the complete order of lowest peak (then highest log-probability)."""
+    docstring); returns the complete order of lowest peak (then highest log-probability)
+    and the step after which ``time_limit`` ran out (0: it did not), from which on the
+    beam keeps one partial order (``approx-dp``'s rule)."""
     import torch
 
     from dagopt.nn.ar_decoder import DecodeState
 
     n = graph.num_nodes
     if n == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), 0
+    deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    late = 0
     keys = np.random.default_rng(0).integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
     step_mem = graph.mem + graph.param_mem
     score, hashes = np.zeros(1), np.zeros(1, dtype=np.uint64)
     with torch.inference_mode():
         prep = model.prepare(_inputs(graph, model))
         state = DecodeState(graph, 1, keep_outputs=keep_outputs)
-        for _ in range(n):
+        for t in range(n):
             ready = state.ready
             lp = model.log_probs(prep, state.last, state.features(), ready).double().numpy()
             beam, node = np.nonzero(ready.numpy())
@@ -123,8 +135,10 @@ def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool)
             state.select(torch.from_numpy(beam[top]))
             state.push(torch.from_numpy(node[top]))
             score, hashes = cand_score[top], cand_hash[top]
+            if not late and time.perf_counter() > deadline:
+                width, late = 1, t + 1
     orders = state.orders()
-    return least_peak(graph, orders, keep_outputs=keep_outputs)[0]
+    return least_peak(graph, orders, keep_outputs=keep_outputs)[0], late
 
 
 @register(
@@ -133,11 +147,19 @@ def beam_search(graph: Graph, model: "ARPolicy", width: int, keep_outputs: bool)
     ("checkpoint", "beam_width"),
 )
 def solve_beam(
-    graph: Graph, *, keep_outputs: bool = False, checkpoint=None, beam_width: int = 16, **_: object
+    graph: Graph,
+    *,
+    time_limit: float | None = None,
+    keep_outputs: bool = False,
+    checkpoint=None,
+    beam_width: int = 16,
+    **_: object,
 ) -> SolverResult:
+    """``beam_search``, never worse than the greedy rollout of the same model; past
+    ``time_limit`` the beam narrows to one order (``time_limit_hit_at_step`` in info)."""
     if int(beam_width) < 1:
         raise SolverError(f"beam width must be >= 1, got {beam_width}")
     model = load_ar_model(checkpoint)
-    beam = beam_search(graph, model, int(beam_width), keep_outputs)
+    beam, late = beam_search(graph, model, int(beam_width), keep_outputs, time_limit)
     greedy = _rollout(graph, model, None, keep_outputs)[0]
-    return beam_or_greedy(graph, beam, greedy, keep_outputs)
+    return beam_or_greedy(graph, beam, greedy, keep_outputs, late)
