@@ -400,6 +400,22 @@ def test_schedule_prints_anytime_s_cut_bound_when_stronger(tmp_path):
     assert line.endswith("proved optimal: yes")
 
 
+def test_a_peak_that_meets_the_lower_bound_is_proved_optimal(tmp_path):
+    # lpmf proves nothing itself; one node's peak is its must-live bound
+    path = write_json(tmp_path / "one.json", with_nodes({"id": "a", "mem": 8}, edges=[]))
+    out = tmp_path / "o.json"
+    line = dagopt("schedule", path, "-m", "lpmf", "--out", out).stdout
+    assert "peak 8, lower bound 8" in line and "proved optimal: yes" in line
+    assert json.loads(out.read_text())["proved_optimal"] is True
+    wide = dagopt("schedule", generate_layered_file(tmp_path), "-m", "bfs", "--out", out)
+    assert "proved optimal: no" in wide.stdout
+    assert json.loads(out.read_text())["proved_optimal"] is None  # nothing claimed
+
+
+def generate_layered_file(folder: Path) -> Path:
+    return write_graph_json(generate_layered(60, seed=0), folder / "layered.json")
+
+
 def test_zoo_list_refuses_a_cache_dir_that_is_a_file(tmp_path):
     (tmp_path / "cache").write_text("")
     result = CliRunner().invoke(app, ["zoo", "list", "--cache-dir", str(tmp_path / "cache")])

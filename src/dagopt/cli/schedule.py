@@ -65,17 +65,24 @@ class SolveJob:
         )
 
 
-def _result_line(graph: Graph, result: Schedule, keep_outputs: bool) -> str:
-    """The must-live bound, or the solver's own when stronger (``anytime``'s cut bound)."""
+def bound_and_proof(graph: Graph, result: Schedule, keep_outputs: bool) -> tuple[float, bool]:
+    """The lower bound shown beside ``result`` (the must-live bound, or the solver's own
+    when stronger: ``anytime``'s cut bound) and whether the order is proved optimal: by
+    its method, or by its peak meeting that bound."""
     bound = max(
         must_live_bound(graph, keep_outputs=keep_outputs),
         float(result.info.get("lower bound", 0.0)),
     )
+    return bound, bool(result.proved_optimal) or meets_bound(result.peak_memory, bound)
+
+
+def _result_line(graph: Graph, result: Schedule, keep_outputs: bool) -> str:
+    bound, proved = bound_and_proof(graph, result, keep_outputs)
     return (
         f"{result.method}: peak {fmt_mem(result.peak_memory)}, "
         f"lower bound {fmt_mem(bound)}, "
         f"{fmt_seconds(result.seconds, result.setup_seconds)}, "
-        f"proved optimal: {fmt_proved(result.proved_optimal)}"
+        f"proved optimal: {fmt_proved(proved)}"
     )
 
 
@@ -88,7 +95,7 @@ def _write(out: Path, graph: Graph, result: Schedule, keep_outputs: bool) -> Pat
         peak_memory=result.peak_memory,
         keep_outputs=keep_outputs,
         seconds=result.seconds,
-        proved_optimal=result.proved_optimal,
+        proved_optimal=bound_and_proof(graph, result, keep_outputs)[1] or result.proved_optimal,
     )
 
 
