@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dagopt.errors import GraphError, InputError
+from dagopt.errors import GraphError, InputError, SolverError
 from dagopt.generate import LayeredParams, generate_layered
 
 SIGMA_N = Fraction(3, 4)
@@ -342,3 +342,12 @@ def test_costs_per_layer_follow_positive_gmm(stat_graphs):
         assert np.unique(sample).size == sample.size
         stderr = sample.std(ddof=1) / math.sqrt(sample.size)
         assert abs(sample.mean() - expected) < 4 * stderr, (key, sample.mean(), expected)
+
+
+def test_a_graph_beyond_the_memory_is_refused_before_it_is_built(monkeypatch):
+    import dagopt.resources
+
+    monkeypatch.setattr(dagopt.resources, "available_bytes", lambda: 50 * 2**20)  # 50 MiB
+    generate_layered(10_000, seed=0)  # 0.2 million edges: about 27 MiB, under 80 %
+    with pytest.raises(SolverError, match=r"layered graph of 20,000 nodes and about .* edges"):
+        generate_layered(20_000, seed=0)

@@ -31,8 +31,8 @@ def check_fits(needed: float, what: str, advice: str) -> None:
     available = available_bytes()
     if needed > 0.8 * available:
         raise SolverError(
-            f"{what} needs about {needed / GIB:.3g} GiB, {available / GIB:.3g} GiB is "
-            f"available; {advice}"
+            f"{what} needs about {needed / GIB:.3g} GiB, more than 80 % of the "
+            f"{available / GIB:.3g} GiB available; {advice}"
         )
 
 

@@ -18,6 +18,12 @@ import numpy as np
 
 from dagopt.errors import GraphError, InputError
 from dagopt.graph import Graph
+from dagopt.resources import check_fits
+
+#: Peak bytes of ``generate_layered`` per edge and per node (measured: peak RSS 0.71 GB
+#: at 100,000 nodes and 6.4 million edges, 5.2 GB at 400,000 and 50 million: about
+#: 105 bytes per edge; the edge arrays, their temporaries and the graph's CSR index).
+BYTES_PER_EDGE, BYTES_PER_NODE = 128, 256
 
 # Relative slack for ceil/floor of real numbers that are integers in exact arithmetic
 # (e.g. 875 / 35 = 25 may come out as 24.999999999999996 in floating point).
@@ -99,6 +105,13 @@ def _layer_sizes(num_nodes: int, params: LayeredParams, rng: np.random.Generator
     return sizes
 
 
+def _edge_budgets(sizes: np.ndarray, rho_e: float) -> np.ndarray:
+    """Eq. (13): ``|E|`` of each adjacent layer pair, rounded half up."""
+    n1, n2 = sizes[:-1], sizes[1:]
+    exact = n1 * n2 * rho_e + (1.0 - rho_e) * np.maximum(n1, n2)
+    return np.floor(exact + 0.5 + _EPS * np.maximum(1.0, exact)).astype(np.int64)
+
+
 def _adjacent_edges(
     sizes: np.ndarray, offsets: np.ndarray, rho_e: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -112,8 +125,7 @@ def _adjacent_edges(
     Edges point from the earlier layer to the later one.
     """
     n1, n2 = sizes[:-1], sizes[1:]
-    exact = n1 * n2 * rho_e + (1.0 - rho_e) * np.maximum(n1, n2)
-    budget = np.floor(exact + 0.5 + _EPS * np.maximum(1.0, exact)).astype(np.int64)  # half up
+    budget = _edge_budgets(sizes, rho_e)
     forward = n1 >= n2  # l_s is the earlier layer of the pair
     first = np.arange(n1.size)
     layer_s, layer_t = np.where(forward, first, first + 1), np.where(forward, first + 1, first)
@@ -203,6 +215,13 @@ def generate_layered(
         raise GraphError(f"a layered graph needs at least 1 node, got {n}")
     rng = np.random.default_rng(seed)
     sizes = _layer_sizes(n, params, rng)
+    adjacent = int(_edge_budgets(sizes, params.rho_e).sum())
+    edges = adjacent + _ceil(adjacent * params.rho_s / (1.0 - params.rho_s))
+    check_fits(
+        BYTES_PER_EDGE * edges + BYTES_PER_NODE * n,
+        f"a layered graph of {n:,} nodes and about {edges:,} edges",
+        "generate fewer nodes",
+    )
     offsets = np.cumsum(sizes) - sizes
     adj_src, adj_dst = _adjacent_edges(sizes, offsets, params.rho_e, rng)
     skip_src, skip_dst = _skip_edges(sizes, offsets, adj_src.size, params.rho_s, rng)
