@@ -95,10 +95,13 @@ def graph_files(paths: list[Path]) -> list[Path]:
 
 
 def check_batch(graphs: list[Path], out_dir: Path | None, out: Path | None, jobs: int, ray):
-    """Refuse a batch option without ``--out-dir`` and several graphs without it."""
+    """Refuse a batch option without ``--out-dir``, and several graphs or a folder of
+    them without it."""
     if out_dir is None:
         if len(graphs) > 1:
             raise InputError("several graphs need --out-dir DIR (one result file per graph)")
+        if graphs[0].is_dir():
+            raise InputError(f"{graphs[0]}: is a directory; give --out-dir DIR to run its graphs")
         if jobs > 1 or ray is not None:
             raise InputError("--jobs and --ray run a batch: give --out-dir DIR")
     elif out is not None:

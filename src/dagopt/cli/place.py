@@ -328,8 +328,6 @@ def place_command(
     from dagopt.place.base import check_placer_options
 
     check_batch(graph_paths, out_dir, out, jobs, ray)
-    if out_dir is None and graph_paths[0].is_dir():
-        raise InputError(f"{graph_paths[0]} is a folder: placing its graphs needs --out-dir DIR")
     spec = get_placer(method)
     names = _device_list(devices)
     _check_env_options(ctx, env, names)

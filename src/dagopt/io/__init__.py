@@ -37,6 +37,8 @@ READERS: dict[str, Callable[[Path], Graph]] = {
 def load(path: str | os.PathLike) -> Graph:
     """Read a graph file of any supported format, chosen by its suffix."""
     file = Path(path)
+    if file.is_dir():
+        raise InputError(f"{file}: is a directory, not a graph file")
     reader = READERS.get(file.suffix.lower())
     if reader is None:
         known = ", ".join(sorted(READERS))
