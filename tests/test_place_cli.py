@@ -166,10 +166,6 @@ def test_memory_gib_help_says_more_than_zero():
     assert "GiB (> 0)" in text and "x>=0" not in lines[at]
 
 
-def test_a_folder_without_out_dir_says_so(placement_graph):
-    assert_user_error(dagopt("place", placement_graph.parent, "-m", "brkga"), "needs --out-dir")
-
-
 def test_a_placement_for_another_graph_is_refused(placement_graph, tmp_path):
     out = tmp_path / "p.json"
     result = dagopt("place", placement_graph, "-m", "single-device", "-o", out)
