@@ -17,6 +17,8 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from dagopt.errors import InputError
+
 MODEL_DIR_ENV = "DAGOPT_MODEL_DIR"
 
 #: Name of each shipped model -> its file, relative to this package (or $DAGOPT_MODEL_DIR).
@@ -50,6 +52,16 @@ def model_path(name: str) -> Path:
     relative = MODEL_FILES[name]
     folder = os.environ.get(MODEL_DIR_ENV)
     return Path(folder) / relative if folder else _shipped_path(relative)
+
+
+def missing_model(what: str, path: Path, shipped: str | None) -> InputError:
+    """The error for a model file that is not at ``path``: the one the user named, or
+    (``shipped``: its name) the shipped model looked up when none was named."""
+    if shipped is None:
+        return InputError(f"no {what} model file at {path}")
+    folder = os.environ.get(MODEL_DIR_ENV)
+    where = f"{MODEL_DIR_ENV}={folder}" if folder else "this installation"
+    return InputError(f"the shipped {what} model {shipped!r} is missing from {where}: no {path}")
 
 
 @lru_cache

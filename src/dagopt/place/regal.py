@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dagopt.errors import InputError
-from dagopt.models import model_path
+from dagopt.models import missing_model, model_path
 from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
 from dagopt.place.brkga import (
     OPTION_NAMES,
@@ -48,10 +48,10 @@ def _cached_policy(path: str) -> tuple["RegalPolicy", dict]:
 
 def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
     """The policy for ``problem``: it must have been trained for the same device count."""
-    default = model_path(f"regal-{problem.objective}")
-    path = Path(checkpoint) if checkpoint is not None else default
+    shipped = None if checkpoint is not None else f"regal-{problem.objective}"
+    path = Path(checkpoint) if shipped is None else model_path(shipped)
     if not path.is_file():
-        raise InputError(f"no REGAL model file at {path}; pass --checkpoint PATH")
+        raise missing_model("REGAL", path, shipped)
     policy, meta = _cached_policy(str(path.resolve()))
     if policy.config.num_devices != problem.num_devices:
         raise InputError(

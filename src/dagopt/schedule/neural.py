@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dagopt.errors import InputError, SolverError
+from dagopt.errors import SolverError
 from dagopt.graph import Graph
-from dagopt.models import MODEL_FILES, model_path
+from dagopt.models import MODEL_FILES, missing_model, model_path
 from dagopt.objectives import peak_memory
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.classic import best_sampled, check_samples, sampler
@@ -41,11 +41,12 @@ def shipped_or_given_model(
     """The ``expected`` model in ``checkpoint`` (a file, or a shipped model's name:
     ``dagopt.models.MODEL_FILES``), else the shipped model ``default`` (``model_path``);
     loaded once per file. A missing file is an ``InputError``."""
+    shipped = default if checkpoint is None else None
     path = model_path(default) if checkpoint is None else Path(checkpoint)
     if not path.is_file() and str(checkpoint) in MODEL_FILES:
-        path = model_path(str(checkpoint))
+        shipped, path = str(checkpoint), model_path(str(checkpoint))
     if not path.is_file():
-        raise InputError(f"no {what} model file at {path}; pass --checkpoint PATH")
+        raise missing_model(what, path, shipped)
     return _cached_model(str(path.resolve()), expected)
 
 
