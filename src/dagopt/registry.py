@@ -15,6 +15,9 @@ import numpy as np
 
 from dagopt.errors import InputError
 
+#: The largest seed a command takes (a signed 64-bit integer, as numba kernels need).
+MAX_SEED = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -89,7 +92,7 @@ def check_run_arguments(seed: int | None, time_limit: float | None) -> None:
     >= 0 (numpy's generators take no negative seed), ``time_limit`` ``None`` or >= 0."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)):
         raise InputError(f"seed must be an integer >= 0, got {seed!r}")
-    if seed is not None and not 0 <= seed < 2**63:
+    if seed is not None and not 0 <= seed <= MAX_SEED:
         raise InputError(f"seed must lie in 0..2**63-1, got {seed}")
     if time_limit is not None and not time_limit >= 0:
         raise InputError(f"time limit must be >= 0 seconds, got {time_limit}")

@@ -13,6 +13,7 @@ from dagopt.errors import DagoptError
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
 from dagopt.objectives import must_live_bound
+from dagopt.registry import MAX_SEED
 from dagopt.schedule import Schedule, solve
 
 DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "dfs-dp", "exact-dp")
@@ -24,7 +25,9 @@ DEMO_TIME_LIMIT = 10.0
 
 def demo(
     nodes: Annotated[int, typer.Option("--nodes", "-n", min=1, help="Nodes of the graph.")] = 60,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the graph and of random methods.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of the graph and of random methods.")
+    ] = 0,
 ) -> None:
     """Generate a layered graph and compare the peak memory of several ordering methods."""
     graph = generate_layered(nodes, seed=seed, name=f"layered-{nodes}-s{seed}")

@@ -9,6 +9,7 @@ from rich.progress import track
 from dagopt.cli.output import console, err_console
 from dagopt.errors import InputError
 from dagopt.io import write_graph_json
+from dagopt.registry import MAX_SEED
 
 #: Show a progress bar from this many graphs on; list every file below it.
 PROGRESS_FROM = 20
@@ -41,7 +42,9 @@ def _write_family(family: str, count: int, seed: int, out: Path, make) -> None:
 
 
 CountOpt = Annotated[int, typer.Option("--count", "-c", min=1, help="Number of graphs.")]
-SeedOpt = Annotated[int, typer.Option(min=0, help="Seed of the first graph; graph k uses seed+k.")]
+SeedOpt = Annotated[
+    int, typer.Option(min=0, max=MAX_SEED, help="Seed of the first graph; graph k uses seed+k.")
+]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Output directory.")]
 
 

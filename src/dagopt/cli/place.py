@@ -23,6 +23,7 @@ from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
+from dagopt.registry import MAX_SEED
 
 GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
 GraphsArg = Annotated[
@@ -310,7 +311,7 @@ def place_command(
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(min=0, help="Random seed.", show_default=False)
+        int | None, typer.Option(min=0, max=MAX_SEED, help="Random seed.", show_default=False)
     ] = None,
     out: Annotated[
         Path | None,

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from dagopt.cli.output import check_output, check_writable, console
+from dagopt.registry import MAX_SEED
 
 
 def rank(
@@ -36,7 +37,9 @@ def rank(
     tta: Annotated[
         int, typer.Option(min=1, help="Test-time augmentation: random configuration orders.")
     ] = 10,
-    seed: Annotated[int, typer.Option(min=0, help="Seed of the TTA permutations.")] = 0,
+    seed: Annotated[
+        int, typer.Option(min=0, max=MAX_SEED, help="Seed of the TTA permutations.")
+    ] = 0,
 ) -> None:
     """Rank GRAPH's configurations with a TGraph model; print the predicted best.
 

@@ -27,6 +27,7 @@ from dagopt.objectives import (
     memory_profile,
     must_live_bound,
 )
+from dagopt.registry import MAX_SEED
 from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[
@@ -162,7 +163,7 @@ def schedule(
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(min=0, help="Random seed.", show_default=False)
+        int | None, typer.Option(min=0, max=MAX_SEED, help="Random seed.", show_default=False)
     ] = None,
     keep_outputs: KeepOutputs = False,
     out: Annotated[
