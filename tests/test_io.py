@@ -207,14 +207,26 @@ def test_order_entry_that_is_no_node_id_is_an_input_error(graph, entry, tmp_path
         read_order(path, graph)
 
 
-@pytest.mark.parametrize("recorded", ["9" * 400, "1e999", '"big"', "true", "NaN"])
-def test_recorded_peak_that_is_no_finite_number_reads_as_none(graph, recorded, tmp_path):
+@pytest.mark.parametrize(
+    ("key", "recorded", "wanted"),
+    [
+        *(("peak_memory", bad, "a finite number") for bad in ("9" * 400, "1e999", "NaN")),
+        ("seconds", '"big"', "a finite number"),
+        ("seconds", "true", "a finite number"),
+        ("keep_outputs", '"true"', "true, false or null"),
+        ("proved_optimal", "1", "true, false or null"),
+    ],
+)
+def test_an_order_file_field_of_the_wrong_kind_is_an_input_error(
+    graph, key, recorded, wanted, tmp_path
+):
     path = tmp_path / "order.json"
     order = json.dumps([graph.names[v] for v in graph.topological_order.tolist()])
-    fields = ", ".join(f'"{key}": {recorded}' for key in ("peak_memory", "seconds", "keep_outputs"))
-    path.write_text(f'{{"order": {order}, {fields}}}')
-    back = read_order(path, graph)
-    assert back.peak_memory is None and back.seconds is None and back.keep_outputs is None
+    path.write_text(f'{{"order": {order}, "{key}": {recorded}}}')
+    with pytest.raises(InputError, match=f"order.json: .{key}. must be {wanted}"):
+        read_order(path, graph)
+    path.write_text(f'{{"order": {order}, "{key}": null}}')
+    assert getattr(read_order(path, graph), key) is None
 
 
 def test_atomic_write_names_a_directory_or_file_in_the_way(graph, tmp_path):

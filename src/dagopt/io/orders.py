@@ -8,7 +8,6 @@ import os
 import reprlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -74,37 +73,53 @@ def node_indices(file: Path, graph: Graph, node_ids: list) -> np.ndarray:
     return np.asarray(indices, dtype=np.int64)
 
 
-def _finite(value: Any) -> float | None:
-    """``value`` as a float if it is a finite number (not a bool), else None."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def _finite(file: Path, data: dict, key: str) -> float | None:
+    """``data[key]`` as a float: absent or null is None, a finite number (not a bool) its
+    value, anything else an ``InputError``."""
+    value = data.get(key)
+    if value is None:
         return None
-    try:
-        number = float(value)
-    except OverflowError:  # an integer beyond the float range
-        return None
-    return number if math.isfinite(number) else None
+    number = None
+    if not isinstance(value, bool) and isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer beyond the float range
+            number = None
+    if number is None or not math.isfinite(number):
+        raise InputError(
+            f"{file}: {key!r} must be a finite number or null, got {reprlib.repr(value)}"
+        )
+    return number
+
+
+def _flag(file: Path, data: dict, key: str) -> bool | None:
+    """``data[key]``: absent or null is None, true or false itself, anything else an
+    ``InputError``."""
+    value = data.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise InputError(f"{file}: {key!r} must be true, false or null, got {reprlib.repr(value)}")
+    return value
 
 
 def read_order(path: str | os.PathLike, graph: Graph) -> OrderFile:
     """Read an order file and map its node ids to indices of ``graph``.
 
     Unknown ids are an ``InputError``; whether the order is a valid topological
-    order is checked by the objective that evaluates it. The recorded ``peak_memory``
-    and ``seconds`` are informative only: anything but a finite number reads as None,
-    and ``keep_outputs`` and ``proved_optimal`` anything but a boolean.
+    order is checked by the objective that evaluates it. Only ``order`` is required;
+    ``peak_memory`` and ``seconds`` must be finite numbers, ``keep_outputs`` and
+    ``proved_optimal`` booleans (each may be null or absent), else an ``InputError``.
     """
     file = Path(path)
     data = read_json_file(file)
     if not isinstance(data, dict) or not isinstance(data.get("order"), list):
         raise InputError(f"{file}: not an order file (expected an object with an 'order' list)")
     order = node_indices(file, graph, data["order"])
-    keep, proved = data.get("keep_outputs"), data.get("proved_optimal")
     return OrderFile(
         graph=str(data.get("graph", "")),
         method=str(data.get("method", "")),
         order=order,
-        peak_memory=_finite(data.get("peak_memory")),
-        keep_outputs=keep if isinstance(keep, bool) else None,
-        seconds=_finite(data.get("seconds")),
-        proved_optimal=proved if isinstance(proved, bool) else None,
+        peak_memory=_finite(file, data, "peak_memory"),
+        keep_outputs=_flag(file, data, "keep_outputs"),
+        seconds=_finite(file, data, "seconds"),
+        proved_optimal=_flag(file, data, "proved_optimal"),
     )
