@@ -16,7 +16,7 @@ import psutil
 import pytest
 import torch
 
-from dagopt.errors import InputError
+from dagopt.errors import InputError, is_interrupt
 from dagopt.executor import Executor
 from dagopt.generate import generate_layered
 from dagopt.generate.placement import generate_placement
@@ -283,3 +283,20 @@ def test_local_batches_never_import_ray(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "2 graphs: 2 new" in done.stdout and "ray imported: False" in done.stdout
+
+
+def _interrupted_in_compiled_code(_item):
+    """What numba raises when Ctrl-C lands in compiled code: SystemErrors caused by it."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise SystemError("returned a result with an exception set") from interrupt
+    except SystemError as inner:
+        raise SystemError("CPUDispatcher(...) returned a result with an exception set") from inner
+
+
+def test_a_ctrl_c_in_compiled_code_stops_the_map_instead_of_failing_one_item():
+    with pytest.raises(KeyboardInterrupt):
+        Executor().map(_interrupted_in_compiled_code, [1, 2])
+    assert not is_interrupt(SystemError("a real one")) and is_interrupt(KeyboardInterrupt())

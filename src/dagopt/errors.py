@@ -28,6 +28,16 @@ class DagoptWarning(UserWarning):
     training set...). The CLI prints it as one line ``warning: <message>`` on stderr."""
 
 
+def is_interrupt(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a Ctrl-C: a ``KeyboardInterrupt``, or the ``SystemError`` numba
+    raises in its place when the interrupt lands while compiled code runs ("returned a
+    result with an exception set", caused by the ``KeyboardInterrupt`` or by another
+    such ``SystemError``)."""
+    while isinstance(exc, SystemError):
+        exc = exc.__cause__ or exc.__context__
+    return isinstance(exc, KeyboardInterrupt)
+
+
 def reject_unknown_keys(data, dataclass_type: type, what: str) -> None:
     """Raise ``InputError`` naming the first key of ``data`` that is not a field of
     ``dataclass_type`` (``what`` says what the keys are, e.g. "training option")."""

@@ -34,13 +34,14 @@ measurement never shares a core (``docs/scaling.md``).
 import importlib.util
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from dagopt.errors import DagoptError, InputError
+from dagopt.errors import DagoptError, InputError, is_interrupt
 from dagopt.progress import reporting
 
 T = TypeVar("T")
@@ -67,11 +68,14 @@ def error_line(exc: BaseException) -> str:
 
 
 def _call(fn: Callable[[Any], T], item: Any) -> Outcome[T]:
-    """``fn(item)`` with its exception captured (run in the worker, or in this process)."""
+    """``fn(item)`` with its exception captured (run in the worker, or in this process);
+    a Ctrl-C stops the map instead (``KeyboardInterrupt``)."""
     try:
         with reporting(None):  # a solver's own progress has no listener in a batch
             return Outcome(value=fn(item))
     except Exception as exc:
+        if is_interrupt(exc):
+            raise KeyboardInterrupt from None
         return Outcome(error=error_line(exc))
 
 
@@ -80,9 +84,14 @@ def available_cores() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def _pin(shares: Any, threads: int) -> None:
-    """Worker initializer: run on the next share of cores (a queue of core lists), with
-    the thread pools a serial run has (numba and OpenMP would size theirs to the share)."""
+def _start_worker(shares: Any, threads: int) -> None:
+    """Worker initializer: Ctrl-C (sent to the whole process group) ends the worker
+    without a traceback, this process reports it; with ``shares`` (a queue of core
+    lists), run on the next share of cores with the thread pools a serial run has
+    (numba and OpenMP would size theirs to the share)."""
+    signal.signal(signal.SIGINT, lambda *_: os._exit(128 + signal.SIGINT))
+    if shares is None:
+        return
     for name in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS"):
         os.environ.setdefault(name, str(threads))
     os.sched_setaffinity(0, shares.get())
@@ -146,13 +155,14 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     if jobs not in _POOLS:
         context = multiprocessing.get_context("forkserver")
         cores = available_cores()
-        pinning = {}
+        shares = None
         if jobs <= len(cores):
             shares = context.Queue()
             for k in range(jobs):
                 shares.put(cores[k::jobs])
-            pinning = {"initializer": _pin, "initargs": (shares, len(cores))}
-        _POOLS[jobs] = ProcessPoolExecutor(jobs, mp_context=context, **pinning)
+        _POOLS[jobs] = ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_start_worker, initargs=(shares, len(cores))
+        )
     return _POOLS[jobs]
 
 
@@ -162,7 +172,7 @@ def _map_processes(
     """The items on the pool of ``jobs`` local worker processes."""
     pool = _pool(jobs)
     pending = {pool.submit(_call, fn, item): i for i, item in enumerate(items)}
-    try:
+    try:  # a KeyboardInterrupt from a worker's item stops the map (``_call``)
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -173,6 +183,11 @@ def _map_processes(
                     pool.shutdown(wait=False)
                 outcome = future.result() if exc is None else Outcome(error=_lost(exc))
                 done(index, outcome)
+    except KeyboardInterrupt:  # the workers got the Ctrl-C too and are gone
+        if _POOLS.get(jobs) is pool:
+            del _POOLS[jobs]
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
     finally:
         for future in pending:  # interrupted: do not leave the rest queued
             future.cancel()

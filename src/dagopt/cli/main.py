@@ -31,7 +31,7 @@ from dagopt.cli.rank import rank
 from dagopt.cli.schedule import evaluate, schedule
 from dagopt.cli.train import train_app
 from dagopt.cli.zoo import zoo_app
-from dagopt.errors import DagoptError, DagoptWarning
+from dagopt.errors import DagoptError, DagoptWarning, is_interrupt
 
 
 def _usage_error(exc: UsageError) -> typer.Exit:
@@ -96,6 +96,10 @@ class _UserErrorGroup(TyperGroup):
             ) from None
         except KeyboardInterrupt:
             raise fail("interrupted", INTERRUPTED_EXIT) from None
+        except SystemError as exc:
+            if is_interrupt(exc):
+                raise fail("interrupted", INTERRUPTED_EXIT) from None
+            raise
 
 
 app = typer.Typer(

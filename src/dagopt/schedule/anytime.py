@@ -67,7 +67,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from dagopt.errors import SolverError
+from dagopt.errors import SolverError, is_interrupt
 from dagopt.graph import Graph
 from dagopt.objectives import cut_bound, meets_bound, must_live_bound, peak_memory
 from dagopt.progress import report
@@ -569,7 +569,7 @@ def solve_anytime(
             guide=None if guide is None else str(guide),
         )
     except SystemError as exc:  # numba wraps a Ctrl-C that lands in a kernel's clock
-        if isinstance(exc.__cause__, KeyboardInterrupt):
+        if is_interrupt(exc):
             raise KeyboardInterrupt from None
         raise
     return SolverResult(order=order, proved_optimal=proved, info=info)
