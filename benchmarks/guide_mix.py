@@ -8,7 +8,7 @@ Example (the numbers in docs/results.md, "Guides trained on a graph mix"):
 
 For every zoo graph (``model/size/mode``, exported once and cached; graph outputs kept
 alive as PyTorch does) and every guide (a priority model file or a shipped model name,
-``dagopt.schedule.neural.file_or_shipped``): the % change from Inductor's best peak of
+``dagopt.schedule.neural.load_model``): the % change from Inductor's best peak of
 the guide's greedy order (paper 000, 4.2) and of ``anytime`` within ``--limit`` seconds
 with that guide, next to ``anytime`` without a guide. Rows go to ``--out`` (CSV) after
 each graph; a rerun skips the graphs already there.

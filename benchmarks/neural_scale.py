@@ -49,10 +49,10 @@ def featurise_and_decode(size: int, seed: int, checkpoint: str, threads: int) ->
     from dagopt.nn.features import laplacian_pe, node_features
     from dagopt.nn.masks import sparse_groups
     from dagopt.objectives import peak_memory
-    from dagopt.schedule.neural import file_or_shipped, guide_order, load_model
+    from dagopt.schedule.neural import guide_order, load_model
     from dagopt.schedule.priority import greedy_order
 
-    model = load_model(file_or_shipped(checkpoint))
+    model = load_model(checkpoint)
     guide_order(generate_layered(50, seed=seed), checkpoint)  # compiles / loads kernels
     setup = time.perf_counter() - start
     graph = generate_layered(size, seed=seed)
