@@ -47,6 +47,18 @@ def test_a_shipped_model_guides_by_name():
     assert result.peak_memory <= solve(graph, "inductor").peak_memory
 
 
+def test_a_new_guide_loads_in_a_warm_up_of_its_own(tmp_path):
+    """Not inside the time limit: anytime warmed up without a guide, then given one."""
+    graph = generate_layered(60, seed=3)
+    solve(graph, "anytime", seed=0, windows=1)
+    fresh = tmp_path / "fresh.pt"
+    save_model(fresh, PriorityModel(SPARSE), {"purpose": "tests"})
+    guided = solve(graph, "anytime", seed=0, windows=1, guide=fresh)
+    assert guided.setup_seconds > 0  # the model loaded (and torch imported) there
+    again = solve(graph, "anytime", seed=0, windows=1, guide=fresh)
+    assert again.setup_seconds == 0
+
+
 def test_default_anytime_has_no_guide(guide_file):
     graph = generate_layered(60, seed=7)
     assert "guide seconds" not in solve(graph, "anytime", seed=0, windows=1).info
@@ -73,7 +85,11 @@ def test_a_better_guide_order_is_the_start(monkeypatch):
             break
     else:
         pytest.fail("no small graph where Inductor is not optimal")
-    monkeypatch.setattr(anytime, "guide_order", lambda graph, guide: exact.order)
+
+    def guide_order(given, guide):  # the exact order; the warm-up's diamond in file order
+        return exact.order if given is graph else given.topological_order
+
+    monkeypatch.setattr(anytime, "guide_order", guide_order)
     result = solve(graph, "anytime", seed=0, windows=0, guide="any")
     assert result.info["start"] == "guide" and result.info["guide % vs inductor"] < 0
     assert result.peak_memory == pytest.approx(exact.peak_memory, rel=1e-12)

@@ -87,6 +87,13 @@ class Registry:
         return dict(sorted(self._specs.items()))
 
 
+def warm_up_key(method: str, options: dict[str, Any]) -> tuple[str, ...]:
+    """What a solver's or placer's untimed warm-up run prepares: the method's compiled
+    kernels and the model files it loads (``checkpoint``, ``guide``), so that a method
+    first given another model loads it in a warm-up of its own, not in the timed run."""
+    return (method, *(str(options.get(name)) for name in ("checkpoint", "guide")))
+
+
 def check_run_arguments(seed: int | None, time_limit: float | None) -> None:
     """The arguments every solver and placer takes: ``seed`` ``None`` or an integer
     >= 0 (numpy's generators take no negative seed), ``time_limit`` ``None`` or >= 0."""

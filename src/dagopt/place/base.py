@@ -28,7 +28,7 @@ from dagopt.objectives.op_runtimes import relative_speeds
 from dagopt.objectives.placement import SimulatedCostModel
 from dagopt.objectives.placement_bounds import meets_bound
 from dagopt.progress import report
-from dagopt.registry import MethodSpec, Registry, check_run_arguments
+from dagopt.registry import MethodSpec, Registry, check_run_arguments, warm_up_key
 
 
 class PlacementProblem:
@@ -177,7 +177,8 @@ _WARM_UP_GRAPH = Graph(
     4, [0, 0, 1, 2], [1, 2, 3, 3], mem=np.ones(4), name="warm-up",
     node_data={"runtime": np.full(4, 1e-3)},
 )  # fmt: skip
-_warmed_up: set[str] = set()
+#: Methods warmed up, with the model files they loaded (``warm_up_key``).
+_warmed_up: set[tuple[str, ...]] = set()
 
 
 def place(
@@ -210,13 +211,14 @@ def place(
     check_run_arguments(seed, time_limit)
     problem = PlacementProblem(graph, devices, objective, cost_model, runtimes=runtimes)
     setup = 0.0
-    if method not in _warmed_up:
+    key = (*warm_up_key(method, options), objective)  # the shipped policy is per objective
+    if key not in _warmed_up:
         report(f"{method}: compiling or loading kernels and models (first call only)")
         began = time.perf_counter()
         warm_up = PlacementProblem(_WARM_UP_GRAPH, problem.devices, objective)
         spec.fn(warm_up, seed=0, time_limit=time_limit, **options)
         setup = time.perf_counter() - began
-        _warmed_up.add(method)
+        _warmed_up.add(key)
     start = time.perf_counter()
     result = spec.fn(problem, seed=seed, time_limit=time_limit, **options)
     seconds = time.perf_counter() - start

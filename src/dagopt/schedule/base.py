@@ -19,7 +19,7 @@ import numpy as np
 from dagopt.graph import Graph
 from dagopt.objectives import peak_memory
 from dagopt.progress import report
-from dagopt.registry import Registry, check_run_arguments
+from dagopt.registry import Registry, check_run_arguments, warm_up_key
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,8 @@ get_solver = SOLVERS.lookup
 
 #: The graph of the warm-up run: a diamond, so every kernel sees a fork and a join.
 _WARM_UP_GRAPH = Graph(4, [0, 0, 1, 2], [1, 2, 3, 3], mem=np.ones(4), name="warm-up")
-_warmed_up: set[str] = set()
+#: Methods warmed up, with the model files they loaded (``warm_up_key``).
+_warmed_up: set[tuple[str, ...]] = set()
 #: Options the warm-up run leaves at the method's default: they size the search, not
 #: the kernels it compiles (``--samples 1000000`` would otherwise cost its time twice).
 _WARM_UP_DEFAULTS = frozenset({"samples", "beam_width", "max_states", "windows"})
@@ -83,7 +84,8 @@ def solve(
     spec.check_options(options)
     check_run_arguments(seed, time_limit)
     setup = 0.0
-    if method not in _warmed_up:
+    key = warm_up_key(method, options)
+    if key not in _warmed_up:
         report(f"{method}: compiling or loading kernels and models (first call only)")
         began = time.perf_counter()
         budget_free = {k: v for k, v in options.items() if k not in _WARM_UP_DEFAULTS}
@@ -91,7 +93,7 @@ def solve(
             _WARM_UP_GRAPH, seed=0, time_limit=time_limit, keep_outputs=keep_outputs, **budget_free
         )
         setup = time.perf_counter() - began
-        _warmed_up.add(method)
+        _warmed_up.add(key)
     start = time.perf_counter()
     result = spec.fn(graph, seed=seed, time_limit=time_limit, keep_outputs=keep_outputs, **options)
     seconds = time.perf_counter() - start
