@@ -8,9 +8,12 @@ Running out of memory (a request the memory guards of ``dagopt.resources`` did n
 foresee) is one line and exit 2 as well. Ctrl-C prints ``error: interrupted`` and exits
 130 (128 + SIGINT), as a shell does; outputs are written atomically, so an interrupted
 command leaves no partial file. A ``DagoptWarning`` (the work goes on) is one line
-``warning: <message>`` on stderr, each time it is raised.
+``warning: <message>`` on stderr, each time it is raised. Output cut short by its
+reader (``| head``) ends the command quietly with status 1.
 """
 
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from functools import partial
@@ -87,6 +90,9 @@ class _UserErrorGroup(TyperGroup):
             raise _usage_error(exc) from None
         except DagoptError as exc:
             raise fail(str(exc)) from None
+        except BrokenPipeError:  # stdout closed early (``dagopt methods | head -1``): quiet
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(1) from None
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             raise fail(f"{where}{exc.strerror or exc}") from None
