@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from dagopt.configs import read_config
-from dagopt.errors import InputError
+from dagopt.errors import DagoptWarning, InputError
 from dagopt.generate.placement import generate_placement, placement_graph
 from dagopt.nn.checkpoint import load_model, save_model
 from dagopt.nn.regal import (
@@ -130,7 +130,8 @@ def test_training_writes_a_run_and_resumes_to_the_same_result(tmp_path):
     for a, b in zip(states[0]["policy"].values(), states[1]["policy"].values(), strict=True):
         assert torch.equal(a, b)
     references = json.loads((tmp_path / "a" / "reference.json").read_text())
-    assert len(references) == 6
+    assert len(references["values"]) == 6
+    assert references["config"] == json.loads((tmp_path / "a" / "config.json").read_text())
     policy, meta = load_model(tmp_path / "a" / MODEL_FILE, expected=RegalPolicy)
     assert meta["objective"] == "peak-memory" and policy.config.hidden == 8
     assert (tmp_path / "a" / "learning_curve.png").stat().st_size > 1000
@@ -201,7 +202,7 @@ def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
     )
     straight = train_regal(tmp_path / "a", config)
     assert np.isnan(straight[0].baseline_loss) and np.isfinite(straight[1].baseline_loss)
-    targets = json.loads((tmp_path / "a" / "imitation.json").read_text())
+    targets = json.loads((tmp_path / "a" / "imitation.json").read_text())["values"]
     assert sorted(int(s) for s in targets) == list(range(4))
     for seed, target in targets.items():
         graph = generate_placement(seed=int(seed))
@@ -237,6 +238,20 @@ def test_leave_one_out_baseline_training_runs(tmp_path):
         RegalTrainConfig(baseline="greedy")
 
 
+def test_cached_references_of_other_options_are_recomputed(tmp_path):
+    """A new run in the folder of an interrupted one (no state.pt) under other options."""
+    first = tiny_training(epochs=1)
+    train_regal(tmp_path / "run", first)
+    (tmp_path / "run" / "state.pt").unlink()  # as if stopped before its first epoch
+    other = RegalTrainConfig.from_dict({**first.to_dict(), "brkga_evaluations": 90})
+    with pytest.warns(DagoptWarning, match="reference.json was computed under other options"):
+        train_regal(tmp_path / "run", other)
+    stored = json.loads((tmp_path / "run" / "reference.json").read_text())
+    assert stored["config"]["brkga_evaluations"] == 90
+    train_regal(tmp_path / "fresh", other)
+    assert stored == json.loads((tmp_path / "fresh" / "reference.json").read_text())
+
+
 def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
     config = RegalTrainConfig.from_dict(
         {**tiny_training(epochs=1).to_dict(), "topologies": 2, "noise_sigma": 0.3}
@@ -247,7 +262,7 @@ def test_training_on_recurring_topologies_runs_and_records_them(tmp_path):
     assert (saved["topologies"], saved["noise_sigma"]) == (2, 0.3)
     # H(G, U) of every training graph is standard BRKGA's on the noisy copy, not on
     # the graph of the same seed in the usual dataset.
-    references = json.loads((tmp_path / "shared" / "reference.json").read_text())
+    references = json.loads((tmp_path / "shared" / "reference.json").read_text())["values"]
     params = BrkgaParams(evaluations=config.brkga_evaluations)
 
     def reference(graph, seed):
@@ -280,7 +295,9 @@ def test_order_prior_policy_trains_on_guided_teachers_and_places(tmp_path):
             {**base, "imitation_prior_concentration": concentration}
         )
         train_regal(tmp_path / str(concentration), config)
-        targets = json.loads((tmp_path / str(concentration) / "imitation.json").read_text())
+        targets = json.loads((tmp_path / str(concentration) / "imitation.json").read_text())[
+            "values"
+        ]
         distance[concentration] = np.mean(
             [
                 np.abs(np.asarray(target["keys"][0]) - order_prior_keys(graph, prior)).mean()

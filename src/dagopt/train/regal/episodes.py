@@ -16,6 +16,7 @@ process, and each run's seed makes the rewards the serial run's.
 """
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,10 +26,11 @@ import numpy as np
 import torch
 from torch_geometric.data import Data
 
-from dagopt.errors import SolverError
+from dagopt.errors import DagoptWarning, InputError, SolverError
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import read_json_file
 from dagopt.nn.regal import (
     RegalAction,
     RegalPolicy,
@@ -117,18 +119,29 @@ class BrkgaEnv(Environment):
 
 def cached_per_seed(
     path: Path,
+    config: RegalTrainConfig,
     seeds: list[int],
     compute: Callable[[int], Any],
     stage: str,
     progress: Progress | None,
     executor: Executor | None = None,
 ) -> dict[int, Any]:
-    """``compute(seed)`` for every seed, kept in the JSON file ``path`` across runs,
-    computed on ``executor`` (default: in this process).
+    """``compute(seed)`` for every seed, kept across runs in the JSON file ``path`` as
+    ``{"config": the run's options, "values": {seed: value}}``, computed on ``executor``
+    (default: in this process). Values kept under other options (a new run in the
+    folder of an interrupted one) are recomputed, with a ``DagoptWarning``.
 
     Saved every 50 seeds, so an interrupted run recomputes at most that many.
     """
-    known = {int(k): v for k, v in json.loads(path.read_text()).items()} if path.exists() else {}
+    options = json.loads(json.dumps(config.to_dict()))  # as the file holds them
+    stored = read_json_file(path) if path.exists() else {"config": options, "values": {}}
+    if not isinstance(stored, dict) or not isinstance(stored.get("values"), dict):
+        raise InputError(f"{path}: not a cache of per-seed values (delete it to recompute)")
+    if stored.get("config") != options:
+        message = f"{path} was computed under other options: recomputing"
+        warnings.warn(message, DagoptWarning, stacklevel=2)
+        stored = {"values": {}}
+    known = {int(k): v for k, v in stored["values"].items()}
     missing = [s for s in seeds if s not in known]
     finished = 0
 
@@ -138,7 +151,8 @@ def cached_per_seed(
         if outcome.ok:
             known[missing[index]] = outcome.value
         if finished % 50 == 0 or finished == len(missing):
-            write_text_atomic(path, json.dumps({str(k): v for k, v in sorted(known.items())}))
+            values = {str(k): v for k, v in sorted(known.items())}
+            write_text_atomic(path, json.dumps({"config": options, "values": values}))
         if progress is not None:
             progress(stage, finished, len(missing))
 
@@ -168,6 +182,7 @@ def references(
     """``H(G, U)`` per graph seed (``None``: nothing feasible), in ``reference.json``."""
     return cached_per_seed(
         run_dir / REFERENCE_FILE,
+        config,
         list(graphs),
         Reference(config, graphs),
         "reference BRKGA runs",

@@ -76,7 +76,7 @@ def imitation_targets(
         return {"keys": keys, "ratios": ratios}
 
     stored = cached_per_seed(
-        run_dir / IMITATION_FILE, list(items), targets, "imitation BRKGA runs", progress
+        run_dir / IMITATION_FILE, config, list(items), targets, "imitation BRKGA runs", progress
     )
     return {
         seed: ImitationTarget(
