@@ -67,6 +67,35 @@ def test_interrupted_run_resumes_to_the_same_result(tmp_path):
     assert (tmp_path / "b" / "learning_curve.png").stat().st_size > 1000
 
 
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("garbage,,\n", "not a table of EpochMetrics rows"),
+        (None, "lacks epochs of the 1 that state.pt has run"),
+        ("cut", "line 2 is damaged"),
+    ],
+)
+def test_a_resume_refuses_lost_or_damaged_metrics(tmp_path, damage, message):
+    class Stop(Exception):
+        pass
+
+    def stop(metrics):
+        raise Stop
+
+    with pytest.raises(Stop):
+        train_ordering(tmp_path, tiny_config(), on_epoch=stop)
+    metrics = tmp_path / "metrics.csv"
+    if damage is None:
+        metrics.unlink()
+    elif damage == "cut":
+        header, row = metrics.read_text().splitlines()
+        metrics.write_text(f"{header}\n{row[: len(row) // 3]}\n")
+    else:
+        metrics.write_text(damage)
+    with pytest.raises(InputError, match=message):
+        train_ordering(tmp_path, resume=True)
+
+
 def test_config_file_errors(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"epochs": 3, "nonsense": 1}))

@@ -10,6 +10,8 @@ import types
 from dataclasses import asdict, fields
 from typing import Any, TypeVar
 
+from dagopt.errors import InputError
+
 Row = TypeVar("Row")
 
 
@@ -33,10 +35,17 @@ def _parser(kind: Any):
     return base
 
 
-def rows_from_csv(text: str, row_type: type[Row]) -> list[Row]:
-    """The rows ``rows_to_csv`` wrote."""
+def rows_from_csv(text: str, row_type: type[Row], where: str = "CSV") -> list[Row]:
+    """The rows ``rows_to_csv`` wrote; another header, a short row or a cell that does not
+    parse is an ``InputError`` naming ``where`` (the file) and the line."""
     parsers = {f.name: _parser(f.type) for f in fields(row_type)}
-    return [
-        row_type(**{k: parsers[k](v) for k, v in record.items()})
-        for record in csv.DictReader(io.StringIO(text))
-    ]
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames != list(parsers):
+        raise InputError(f"{where}: not a table of {row_type.__name__} rows (another header)")
+    rows = []
+    for record in reader:
+        try:
+            rows.append(row_type(**{k: parsers[k](v) for k, v in record.items()}))
+        except (TypeError, ValueError, KeyError):  # a short row (None), a bad number...
+            raise InputError(f"{where}: line {reader.line_num} is damaged") from None
+    return rows

@@ -98,6 +98,12 @@ def fit(
         trainer.load_state_dict(state)
         start = state["epoch"] + 1
         history = rundir.read_metrics(run_dir, trainer.row_type)[:start]
+        if [row.epoch for row in history] != list(range(start)):
+            raise InputError(
+                f"{run_dir / rundir.METRICS_FILE}: lacks epochs of the {start} that "
+                f"{rundir.STATE_FILE} has run (lost or damaged); restore it, or start over "
+                "in another --run-dir"
+            )
     else:
         trainer.start(progress)
         start, history = 0, []

@@ -95,7 +95,7 @@ def write_metrics(run_dir: Path, history: Sequence[Any], row_type: type) -> None
 def read_metrics(run_dir: str | Path, row_type: type[Row]) -> list[Row]:
     """The rows of ``metrics.csv`` (none if the file does not exist yet)."""
     path = Path(run_dir) / METRICS_FILE
-    return rows_from_csv(path.read_text(), row_type) if path.exists() else []
+    return rows_from_csv(path.read_text(), row_type, str(path)) if path.exists() else []
 
 
 def plot_learning_curve(
