@@ -96,6 +96,16 @@ def test_a_resume_refuses_lost_or_damaged_metrics(tmp_path, damage, message):
         train_ordering(tmp_path, resume=True)
 
 
+def test_chains_give_no_gradient_and_no_step(tmp_path):
+    """Two-node layered graphs are chains: one order each, a loss without gradient."""
+    history = train_ordering(tmp_path, tiny_config(graph_nodes=2, epochs=1))
+    assert history[0].train_cost == history[0].train_baseline_cost
+    with pytest.raises(InputError, match="one node has one order"):
+        tiny_config(graph_nodes=1)
+    with pytest.raises(InputError, match="'seed' must be >= 0"):
+        tiny_config(seed=-1)
+
+
 def test_config_file_errors(tmp_path):
     path = tmp_path / "c.json"
     path.write_text(json.dumps({"epochs": 3, "nonsense": 1}))

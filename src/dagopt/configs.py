@@ -11,6 +11,7 @@ the key. ``Config.to_dict`` is its inverse (tuples become lists).
 
 import dataclasses
 import json
+import math
 import os
 import reprlib
 import types
@@ -105,9 +106,12 @@ def _convert(hint: Any, value: Any, what: str, name: str) -> Any:
             shown = reprlib.repr(value)
             raise InputError(f"{what} must be a number, got {_type_name(value)} {shown}")
         try:
-            return float(value)
+            number = float(value)
         except OverflowError:
             raise InputError(f"{what} is too large (an integer beyond 1.8e308)") from None
+        if not math.isfinite(number):
+            raise InputError(f"{what} must be a finite number, got {number}")
+        return number
     if hint in (int, bool, str) and (
         not isinstance(value, hint) or (hint is int and isinstance(value, bool))
     ):

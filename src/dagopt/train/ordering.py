@@ -95,6 +95,10 @@ class OrderingTrainConfig(Config):
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"training option {name!r} must be >= 1")
+        if self.graph_nodes < 2:
+            raise InputError("training option 'graph_nodes' must be >= 2: one node has one order")
+        if self.seed < 0:
+            raise InputError(f"training option 'seed' must be >= 0, got {self.seed}")
         if not (self.lr > 0 and 0 < self.lr_decay <= 1 and self.alpha > 0 and self.grad_clip > 0):
             raise InputError(
                 "training options need lr > 0, 0 < lr_decay <= 1, alpha > 0, grad_clip > 0"
@@ -292,9 +296,12 @@ class OrderingTrainer(Trainer):
             self.baseline.score = self.best
 
     def _update(self, graphs: list[Graph], rng: np.random.Generator) -> tuple[float, float]:
-        """One policy-gradient step; returns the mean sampled and baseline peaks."""
+        """One policy-gradient step; returns the mean sampled and baseline peaks. A batch
+        whose graphs each have one topological order (chains) has no gradient: no step."""
         self.policy.train()
         loss, cost, base = reinforce_loss(self.policy, self.baseline, graphs, rng, self.env)
+        if not loss.requires_grad:
+            return cost, base
         self.optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.config.grad_clip)

@@ -74,6 +74,8 @@ class RegalTrainConfig(Config):
         for name in positive:
             if int(getattr(self, name)) < 1:
                 raise InputError(f"training option {name!r} must be >= 1")
+        if self.seed < 0:
+            raise InputError(f"training option 'seed' must be >= 0, got {self.seed}")
         if not (self.lr > 0 and self.memory_gib > 0 and self.grad_clip > 0):
             raise InputError("training options need lr > 0, memory_gib > 0, grad_clip > 0")
         if not self.entropy_weight >= 0:
