@@ -238,6 +238,12 @@ def test_leave_one_out_baseline_training_runs(tmp_path):
         RegalTrainConfig(baseline="greedy")
 
 
+def test_a_run_where_nothing_fits_is_refused(tmp_path):
+    config = RegalTrainConfig.from_dict({**tiny_training().to_dict(), "memory_gib": 1e-4})
+    with pytest.raises(InputError, match="placed none of the 4 training graphs"):
+        train_regal(tmp_path / "run", config)
+
+
 def test_cached_references_of_other_options_are_recomputed(tmp_path):
     """A new run in the folder of an interrupted one (no state.pt) under other options."""
     first = tiny_training(epochs=1)

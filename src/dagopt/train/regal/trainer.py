@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dagopt.errors import InputError
 from dagopt.executor import Executor
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
@@ -99,6 +100,16 @@ class RegalTrainer(Trainer):
         reference_of = references(run_dir, config, graphs, progress, executor)
         self.training = graph_set(config, train_seeds, graphs, reference_of, progress)
         self.validation = graph_set(config, valid_seeds, graphs, reference_of, progress)
+        for name, kept, seeds in (
+            ("training", self.training, train_seeds),
+            ("validation", self.validation, valid_seeds),
+        ):
+            if not kept:
+                raise InputError(
+                    f"standard BRKGA placed none of the {len(seeds)} {name} graphs within "
+                    f"the devices' memory (memory_gib {config.memory_gib:g}): nothing to "
+                    "learn from; give more memory_gib"
+                )
         self.env = BrkgaEnv(config, executor)
         torch.manual_seed(config.seed)
         self.policy = RegalPolicy(config.policy)
