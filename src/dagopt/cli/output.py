@@ -47,10 +47,12 @@ def warn_line(message: str) -> None:
 
 
 def check_output(out: Path | None, *inputs: Path) -> None:
-    """Refuse an output path that names one of the command's input files: writing it
-    would destroy the input the command reads."""
+    """Before any work, refuse an output path that cannot be written (``check_writable``)
+    or that names one of the command's input files: writing it would destroy the input
+    the command reads."""
     if out is None:
         return
+    check_writable(out)
     for given in inputs:
         same = (
             os.path.samefile(out, given)

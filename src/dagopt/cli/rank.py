@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from dagopt.cli.output import check_output, check_writable, console
+from dagopt.cli.output import check_output, console
 from dagopt.registry import MAX_SEED
 
 
@@ -51,8 +51,6 @@ def rank(
     from dagopt.rank.tgraph import open_ranking, predict
 
     check_output(out, graph, *([] if model is None else [model]))
-    if out is not None:
-        check_writable(out)
     ranking = open_ranking(graph, model=model, collection=collection)
     if out is not None and ranking.collection is None:
         raise InputError("--out writes a submission CSV and needs --collection")

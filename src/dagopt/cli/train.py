@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from dagopt.cli.batch import JobsOpt, RayOpt
-from dagopt.cli.output import console, progress_bar
+from dagopt.cli.output import check_output, console, progress_bar
 from dagopt.cli.settings import parse_settings
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
@@ -167,7 +167,8 @@ def brkga(
     from dagopt.generate.placement import generate_placement
     from dagopt.place.tuning import GRID, grid_search, read_tuned_file, write_tuned
 
-    read_tuned_file(out)  # a file that cannot be updated fails now, not after the search
+    check_output(out)  # a file that cannot be updated fails now, not after the search
+    read_tuned_file(out)
     began = time.perf_counter()
     training = [generate_placement(seed=s) for s in range(graphs)]
     with progress_bar() as bar:
@@ -253,7 +254,6 @@ def tgraph_ensemble(
 
     Say, one recipe's runs with other seeds: the fold ensemble of paper 002, section
     2.5.3, over more folds than one run keeps."""
-    from dagopt.cli.output import check_output
     from dagopt.nn.checkpoint import save_model
     from dagopt.rank.tgraph import merge_rankers
 
