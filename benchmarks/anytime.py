@@ -25,7 +25,6 @@ the % change of each method's peak from the traced order and from ``inductor``.
 """
 
 import argparse
-import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
 from dagopt.bench.realgraphs import TRACED, change_percent
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -143,8 +143,8 @@ def zoo_table(runs: list[Run], labels: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
-    parser.add_argument("--graphs", type=int, default=5, help="held-out graphs per size")
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
+    parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
     parser.add_argument("--limits", type=float, nargs="+", default=[1.0, 3.0, 10.0])
     parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp row's K")
     parser.add_argument("--reference-width", type=int, default=10_000, help="reference K")
@@ -268,4 +268,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dagopt.bench.script import run_script
 from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, TileRecord, collection_dir, read_tpugraphs
 
 
@@ -126,4 +127,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

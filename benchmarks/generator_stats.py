@@ -8,10 +8,10 @@ graphs (paper 003, section 3.1): 100 graphs with the default parameters, seeds 0
 
 import argparse
 import math
-import sys
 
 import numpy as np
 
+from dagopt.bench.script import run_script
 from dagopt.generate import generate_layered
 from dagopt.generate.placement import DEFAULT_PARAMS, generate_placement
 from dagopt.generate.seeds import VALIDATION_SEED_BASE
@@ -106,4 +106,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

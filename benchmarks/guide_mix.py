@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from dagopt.bench.realgraphs import change_percent, solve_outputs_kept
+from dagopt.bench.script import run_script
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives import peak_memory
 from dagopt.schedule.neural import guide_order
@@ -100,4 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

@@ -18,13 +18,13 @@ recorded, with the current ``fit_transfer`` (no device needed).
 """
 
 import argparse
-import sys
 import time
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
+from dagopt.bench.script import run_script
 from dagopt.integrations.torch_latency import profile_torch
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives.latency import Profile, fit_transfer
@@ -78,4 +78,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -20,7 +20,6 @@ predicts the whole-graph latency the profile measured (``ProfiledLatency``).
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -29,6 +28,7 @@ import torch
 from scipy.stats import spearmanr
 
 from dagopt.bench.latency_envs import PAPER_MODELS, default_profile, zoo_inputs
+from dagopt.bench.script import positive_int, run_script
 from dagopt.graph import Graph
 from dagopt.integrations.torch_latency import TorchLatency, profile_torch
 from dagopt.io import load
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="resnet-50", choices=list(PAPER_MODELS))
     parser.add_argument("--devices", default="cpu,cuda:0")
     parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")
-    parser.add_argument("--placements", type=int, default=50)
+    parser.add_argument("--placements", type=positive_int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--save", type=Path, help="write the placements and latencies here")
     parser.add_argument("--measured", type=Path, help="a --save record: predict, not measure")
@@ -134,4 +134,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -20,7 +20,6 @@ stops starting new models after ``--deadline`` seconds.
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from dagopt.bench.latency_envs import (
     latency_env,
     train_placers,
 )
+from dagopt.bench.script import positive_int, run_script
 from dagopt.io.atomic import write_text_atomic
 
 
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--out", required=True)
     train.add_argument("--models", nargs="+", default=list(PAPER_MODELS), choices=PAPER_MODELS)
     train.add_argument("--devices", default="cpu,cuda:0")
-    train.add_argument("--episodes", type=int, default=100)
+    train.add_argument("--episodes", type=positive_int, default=100)
     train.add_argument("--seed", type=int, default=0)
     run = verbs.add_parser("measure", help="measure saved placements on the hardware")
     run.add_argument("placements", nargs="+", help="files written by place")
@@ -127,4 +127,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

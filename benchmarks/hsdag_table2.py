@@ -37,6 +37,7 @@ from dagopt.bench.latency_envs import (
     latency_env,
     train_placers,
 )
+from dagopt.bench.script import run_script
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
 #: Placeto, RNN-based (None: out of memory), HSDAG.
@@ -149,4 +150,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -17,7 +17,6 @@ degrees, ``ablate=fractal,degrees``); beyond the paper: without the op type, and
 
 import argparse
 import statistics
-import sys
 
 import numpy as np
 
@@ -28,6 +27,7 @@ from dagopt.bench.latency_envs import (
     env_devices,
     latency_env,
 )
+from dagopt.bench.script import run_script
 from dagopt.place import place
 
 #: (row, hsdag options, paper 004 Table 3 seconds for Inception-V3, ResNet, BERT).
@@ -76,4 +76,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

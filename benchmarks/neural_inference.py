@@ -14,6 +14,8 @@ import json
 import subprocess
 import sys
 
+from dagopt.bench.script import positive_int, run_script
+
 CHILD = r"""
 import json, resource, sys
 from dagopt.bench.datasets import layered_test_set
@@ -33,7 +35,7 @@ print(json.dumps({"graph": graph.name, "seconds": seconds, "rss_gib": rss}))
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--checkpoint", default="")
     args = parser.parse_args(argv)
     print("| graph | greedy s | sample s | beam s | peak RSS GiB |")
@@ -55,4 +57,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -19,12 +19,12 @@ counted. torch runs ``--threads`` threads (default 1, as the machine is shared).
 """
 
 import argparse
-import sys
 import time
 
 from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
 from dagopt.schedule import solve
@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint", default=DEFAULT_MODEL, help="priority model file or shipped name"
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch threads")
     args = parser.parse_args(argv)
     runs = scale_runs(parser, args)
     header = ["graph", "nodes", "edges", "setup s", "features s", "PE s", "PE"]
@@ -134,4 +134,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -11,11 +11,11 @@ ResNet-50 and BERT-base with the OpenVINO of 2023.
 """
 
 import argparse
-import sys
 import time
 
 import torch
 
+from dagopt.bench.script import run_script
 from dagopt.graph.coarsen import colocate
 from dagopt.io.openvino import convert_openvino, graph_from_openvino
 from dagopt.zoo import get_model
@@ -48,4 +48,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -25,7 +25,6 @@ can reach.
 """
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
@@ -36,6 +35,7 @@ from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept
+from dagopt.bench.script import positive_int, run_script
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -149,8 +149,8 @@ def reference_table(runs: list[Run], references: list[Run], labels: list[str]) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[500, 1000, 2000])
-    parser.add_argument("--graphs", type=int, default=5, help="held-out graphs per size")
+    parser.add_argument("--sizes", type=positive_int, nargs="*", default=[500, 1000, 2000])
+    parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
     parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
     parser.add_argument(
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--time-limit", type=float, default=10.0, help="anytime's, seconds")
     parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp's K")
-    parser.add_argument("--exact-states", type=int, default=1_000_000)
+    parser.add_argument("--exact-states", type=positive_int, default=1_000_000)
     parser.add_argument("--exact-time", type=float, default=10.0)
     parser.add_argument("--cut-time", type=float, default=600.0, help="cut_bound's, seconds")
     parser.add_argument("--branch-time", type=float, default=60.0, help="branch_bound's, seconds")
@@ -258,4 +258,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

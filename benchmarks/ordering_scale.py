@@ -12,12 +12,12 @@ best order, the solver's time (``Schedule.seconds``: the work itself), its one-t
 """
 
 import argparse
-import sys
 import time
 
 from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
+from dagopt.bench.script import run_script
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
 from dagopt.schedule import solve
@@ -66,4 +66,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -15,6 +15,7 @@ import argparse
 
 import numpy as np
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import best_of
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import TEST_SEED_BASE
@@ -52,7 +53,7 @@ def measure(graph, devices: Devices, device_of, orders, repeat: int) -> tuple[fl
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--repeat", type=positive_int, default=3, help="best of this many runs")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     warm = generate_placement(20, seed=0)  # compile the kernels outside the timings
@@ -77,4 +78,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -36,6 +36,7 @@ import argparse
 import numpy as np
 
 from dagopt.bench.placement import geomean_gap_percent
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -112,8 +113,8 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--graphs", type=int, default=16, help="validation graphs")
-    parser.add_argument("--repeats", type=int, default=3, help="BRKGA seeds per graph")
+    parser.add_argument("--graphs", type=positive_int, default=16, help="validation graphs")
+    parser.add_argument("--repeats", type=positive_int, default=3, help="BRKGA seeds per graph")
     parser.add_argument("--teacher-evaluations", type=int, default=30000)
     parser.add_argument("--concentration", type=float, default=20.0)
     args = parser.parse_args(argv)
@@ -131,4 +132,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

@@ -15,6 +15,7 @@ import argparse
 
 import numpy as np
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.devices import GIB, Devices
@@ -25,7 +26,7 @@ from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--graphs", type=int, default=50, help="validation graphs")
+    parser.add_argument("--graphs", type=positive_int, default=50, help="validation graphs")
     parser.add_argument(
         "--concentrations", type=float, nargs="+", default=[7, 20, 50, 100, 300, 1000, 3000, 10000]
     )
@@ -52,4 +53,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

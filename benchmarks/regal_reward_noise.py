@@ -34,6 +34,7 @@ import argparse
 
 import numpy as np
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.nn.regal import REGAL_NODE_FEATURES, regal_inputs
@@ -119,8 +120,10 @@ def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--graphs", type=int, default=20, help="validation graphs")
-    parser.add_argument("--repeats", type=int, default=4, help="runs per graph for the spreads")
+    parser.add_argument("--graphs", type=positive_int, default=20, help="validation graphs")
+    parser.add_argument(
+        "--repeats", type=positive_int, default=4, help="runs per graph for the spreads"
+    )
     parser.add_argument("--objectives", nargs="+", default=OBJECTIVES, choices=OBJECTIVES)
     args = parser.parse_args(argv)
     print(
@@ -143,4 +146,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_script(main)

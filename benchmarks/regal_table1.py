@@ -31,7 +31,6 @@ same ``topologies``, and a separate ``--out``.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -51,6 +50,7 @@ from dagopt.bench.placement import (
     runs_csv,
     summarize_placement,
 )
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -73,7 +73,9 @@ METHODS = [
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--graphs", type=int, default=20, help="held-out graphs per objective")
+    parser.add_argument(
+        "--graphs", type=positive_int, default=20, help="held-out graphs per objective"
+    )
     parser.add_argument("--objectives", nargs="+", default=OBJECTIVES, choices=OBJECTIVES)
     parser.add_argument("--methods", nargs="+", default=METHODS)
     parser.add_argument("--cp-time-limit", type=float, default=20.0, help="cp-sat, seconds")
@@ -183,4 +185,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -22,7 +22,6 @@ memory of its graphs' orders.
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
@@ -30,6 +29,7 @@ import numpy as np
 from dagopt.bench.datasets import layered_test_set, placement_test_set
 from dagopt.bench.ordering import run_methods
 from dagopt.bench.placement import run_placement_methods
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import best_of
 from dagopt.executor import Executor
 from dagopt.generate import generate_layered
@@ -92,11 +92,15 @@ def topoformer_reward_share(graphs: int = 8, nodes: int = 100) -> tuple[float, f
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--graphs", type=int, default=8, help="independent graphs per workload")
-    parser.add_argument("--evaluations", type=int, default=20_000, help="BRKGA evaluations")
+    parser.add_argument(
+        "--graphs", type=positive_int, default=8, help="independent graphs per workload"
+    )
+    parser.add_argument(
+        "--evaluations", type=positive_int, default=20_000, help="BRKGA evaluations"
+    )
     parser.add_argument("--layered-nodes", type=int, default=200)
     parser.add_argument("--beam-width", type=int, default=20_000, help="approx-dp K")
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--repeat", type=positive_int, default=3, help="best of this many runs")
     parser.add_argument("--no-ray", action="store_true", help="local processes only")
     args = parser.parse_args(argv)
 
@@ -150,4 +154,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -8,9 +8,9 @@ Graphs are held-out layered graphs (``dagopt.bench.datasets``).
 """
 
 import argparse
-import sys
 
 from dagopt.bench.datasets import layered_test_set
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
@@ -23,7 +23,7 @@ HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "i
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the K=100000 DP run")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=positive_int, default=3)
     args = parser.parse_args(argv)
 
     warm = generate_layered(80, seed=1)  # compile the numba kernels outside the timings
@@ -60,4 +60,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

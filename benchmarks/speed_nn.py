@@ -12,12 +12,12 @@ ordered small config first).
 
 import argparse
 import resource
-import sys
 from functools import partial
 
 import numpy as np
 import torch
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
@@ -42,8 +42,8 @@ def peak_rss_mib() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
-    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 2000])
+    parser.add_argument("--repeat", type=positive_int, default=2)
     args = parser.parse_args(argv)
     torch.manual_seed(0)
     header = f"{'nodes':>5}  {'config':<33} {'masks':>7} {'features':>8} {'PE':>7} "
@@ -65,4 +65,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

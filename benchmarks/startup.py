@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from dagopt.bench.script import positive_int, run_script
+
 
 def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
     began = time.perf_counter()
@@ -28,7 +30,7 @@ def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=5, help="warm runs per command")
+    parser.add_argument("--runs", type=positive_int, default=5, help="warm runs per command")
     args = parser.parse_args(argv)
     import os
 
@@ -66,4 +68,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

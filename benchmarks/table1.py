@@ -18,7 +18,6 @@ processes, ``--ray ADDRESS`` on a Ray cluster (``docs/scaling.md``), one core pe
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from dagopt.bench.ordering import (
     summarize,
 )
 from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
+from dagopt.bench.script import positive_int, run_script
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
@@ -44,11 +44,11 @@ DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "induc
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
-    parser.add_argument("--graphs", type=int, default=3, help="held-out graphs per size")
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
+    parser.add_argument("--graphs", type=positive_int, default=3, help="held-out graphs per size")
     parser.add_argument(
         "--beam-widths",
-        type=int,
+        type=positive_int,
         nargs="+",
         default=[100_000, 10_000, 1_000],
         help="approx-dp beam width K for each size (one value, or one per size)",
@@ -112,4 +112,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

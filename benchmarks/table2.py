@@ -25,7 +25,6 @@ cluster, one core per run (``docs/scaling.md``).
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -49,6 +48,7 @@ from dagopt.bench.realgraphs import (
     summarize_buckets,
     zoo_key,
 )
+from dagopt.bench.script import positive_int, run_script
 from dagopt.errors import DagoptError, InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
@@ -78,7 +78,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--checkpoint", help="model file for the topoformer-* methods")
     parser.add_argument(
         "--buckets",
-        type=int,
+        type=positive_int,
         nargs="*",
         default=list(DEFAULT_EDGES),
         help="node-count bucket edges (default 500 1500: < 500, 500-1499, >= 1500; "
@@ -236,4 +236,4 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

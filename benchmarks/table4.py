@@ -31,6 +31,7 @@ import torch
 
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
+from dagopt.bench.script import positive_int, run_script
 from dagopt.nn.encoders import KINDS
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
@@ -79,17 +80,17 @@ def train(args, base: dict, name: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
-    parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--graph-nodes", type=int, default=100)
-    parser.add_argument("--epoch-graphs", type=int, default=250)
-    parser.add_argument("--test-nodes", type=int, nargs="+", default=[500, 1000])
-    parser.add_argument("--graphs", type=int, default=5)
-    parser.add_argument("--beam-widths", type=int, nargs="+", default=[100_000, 10_000])
-    parser.add_argument("--decode-widths", type=int, nargs="+", default=[16, 8])
+    parser.add_argument("--epochs", type=positive_int, default=4)
+    parser.add_argument("--graph-nodes", type=positive_int, default=100)
+    parser.add_argument("--epoch-graphs", type=positive_int, default=250)
+    parser.add_argument("--test-nodes", type=positive_int, nargs="+", default=[500, 1000])
+    parser.add_argument("--graphs", type=positive_int, default=5)
+    parser.add_argument("--beam-widths", type=positive_int, nargs="+", default=[100_000, 10_000])
+    parser.add_argument("--decode-widths", type=positive_int, nargs="+", default=[16, 8])
     parser.add_argument("--gnn-kind", default="topoformer-dag", choices=KINDS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--run-root", default="runs/table4")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args(argv)
     sizes = args.test_nodes
     ref_widths = per_size(args.beam_widths, sizes, "--beam-widths", parser)
@@ -130,4 +131,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -32,6 +32,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import pattern, positive_int, run_script
 from dagopt.io.tpugraphs import COLLECTIONS
 from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import load_graphs
@@ -44,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="work folders")
     parser.add_argument("--after", type=Path, nargs="+", required=True, help="work folders")
     parser.add_argument("--collections", nargs="+", choices=COLLECTIONS, default=COLLECTIONS)
-    parser.add_argument("--tta", type=int, default=10)
+    parser.add_argument("--tta", type=positive_int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-graph", action="store_true", help="then every graph's scores")
     parser.add_argument(
-        "--graphs-matching", type=re.compile, help="only graphs whose name matches (re.search)"
+        "--graphs-matching", type=pattern, help="only graphs whose name matches (re.search)"
     )
     parser.add_argument(
         "--variants", nargs=2, metavar=("BEFORE", "AFTER"), help="compare these two variants"
@@ -109,4 +110,4 @@ def _selected(graphs: list, pattern: re.Pattern | None) -> list:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

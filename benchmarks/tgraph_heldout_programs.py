@@ -33,6 +33,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import positive_int, run_script
 from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import fold_of, load_graphs
 
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--after", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--before-data", type=Path, help="data folder of the --before runs")
     parser.add_argument("--after-data", type=Path, help="data folder of the --after runs")
-    parser.add_argument("--tta", type=int, default=10)
+    parser.add_argument("--tta", type=positive_int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--per-graph", action="store_true", help="then every program's scores")
     parser.add_argument("--exclude", nargs="+", default=[], help="program names to leave out")
@@ -111,4 +112,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import non_negative_int, positive_int, run_script
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.rank.tgraph import evaluate, load_ranker, prepare
@@ -37,13 +38,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--collection", choices=COLLECTIONS, default="layout:xla:random")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[11, 22, 44, 88])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--sizes", type=positive_int, nargs="+", default=[11, 22, 44, 88])
+    parser.add_argument("--seeds", type=non_negative_int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--work", type=Path, default=Path("runs/tgraph_learning_curve"))
-    parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--tta", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--epochs", type=positive_int, default=60)
+    parser.add_argument("--hidden", type=positive_int, default=128)
+    parser.add_argument("--tta", type=positive_int, default=10)
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     kind = args.collection.split(":")[0]
@@ -114,4 +115,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

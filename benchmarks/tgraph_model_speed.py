@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import positive_int, run_script
 from dagopt.bench.timing import best_of
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, read_tpugraphs
 from dagopt.rank.tgraph import load_ranker, predict, prepare
@@ -32,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--collection", choices=COLLECTIONS, required=True)
     parser.add_argument("--split", default="test")
     parser.add_argument("--models", type=Path, nargs="+", required=True, help="model files")
-    parser.add_argument("--tta", type=int, default=10, help="test-time permutations")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tta", type=positive_int, default=10, help="test-time permutations")
+    parser.add_argument("--repeats", type=positive_int, default=3)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     began = time.perf_counter()
@@ -60,4 +61,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -14,12 +14,12 @@ cross-attention is the identity) to show what the batch axis saves. Median of
 
 import argparse
 import statistics
-import sys
 import time
 
 import numpy as np
 import torch
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.tpugraphs import synthetic_layout_record
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
 from dagopt.nn.tgraph.ranker import TGraphRanker
@@ -58,10 +58,10 @@ def timings(config: TGraphConfig, graph, c: int, repeats: int) -> tuple[float, f
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--nodes", type=int, default=200)
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--nodes", type=positive_int, default=200)
+    parser.add_argument("--hidden", type=positive_int, default=256)
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     record = synthetic_layout_record(
@@ -90,4 +90,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -47,6 +47,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
 from dagopt.nn.tgraph.config import NUMERIC_FEATURES, READOUTS, TGraphConfig, baseline_config
@@ -123,12 +124,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("runs/tgraph_table2"))
     parser.add_argument("--train-splits", nargs="+", default=["train"])
     parser.add_argument("--split", default="valid", help="split to score (labelled)")
-    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--epochs", type=positive_int, default=20)
     parser.add_argument("--max-steps", type=int, default=0, help="per fold, 0: no cap")
-    parser.add_argument("--folds", type=int, default=5)
-    parser.add_argument("--train-folds", type=int, default=2)
-    parser.add_argument("--keep-folds", type=int, default=2)
-    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--folds", type=positive_int, default=5)
+    parser.add_argument("--train-folds", type=positive_int, default=2)
+    parser.add_argument("--keep-folds", type=positive_int, default=2)
+    parser.add_argument("--hidden", type=positive_int, default=256)
     parser.add_argument("--blocks", type=int, default=2, help="TGraph's graph blocks (eq. 4)")
     parser.add_argument(
         "--numeric-features", choices=NUMERIC_FEATURES, default="raw", help="TGraph's input"
@@ -166,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--recipe", choices=RECIPES, default="tgraph", help="the TGraph columns' training"
     )
-    parser.add_argument("--tta", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--tta", type=positive_int, default=10)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="train only these"
@@ -242,4 +243,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

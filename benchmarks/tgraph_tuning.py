@@ -18,13 +18,13 @@ every configuration zero-shot and taking the top B.
 """
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import positive_int, run_script
 from dagopt.io.tpugraphs import collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.rank.tgraph import load_ranker, predict, prepare
@@ -62,12 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-splits", nargs="+", default=["train", "valid"])
     parser.add_argument("--model", type=Path, help="a trained TGraph tile model.pt")
     parser.add_argument("--work", type=Path, default=Path("runs/tgraph_tuning"))
-    parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--train-folds", type=int, default=3)
-    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--epochs", type=positive_int, default=60)
+    parser.add_argument("--train-folds", type=positive_int, default=3)
+    parser.add_argument("--hidden", type=positive_int, default=128)
     parser.add_argument("--budgets", type=float, nargs="+", default=[0.05, 0.1, 0.2])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seeds", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -104,4 +104,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

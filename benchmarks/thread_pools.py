@@ -18,6 +18,8 @@ import os
 import subprocess
 import sys
 
+from dagopt.bench.script import run_script
+
 CHILD = r"""
 import json, sys, time
 if sys.argv[1] == "dagopt-first":
@@ -93,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

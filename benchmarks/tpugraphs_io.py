@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from dagopt.bench.script import positive_int, run_script
 from dagopt.generate.tpugraphs import synthetic_layout_record
 from dagopt.io.tpugraphs import read_tpugraphs, tpugraphs_graph, write_tpugraphs
 from dagopt.rank.preprocess import compress_layout_configs
@@ -31,10 +32,10 @@ def best_time(fn, repeats: int) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=10_000)
+    parser.add_argument("--nodes", type=positive_int, default=10_000)
     parser.add_argument("--configurable", type=int, default=1_000, help="configurable nodes")
-    parser.add_argument("--configs", type=int, default=1_000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--configs", type=positive_int, default=1_000)
+    parser.add_argument("--repeats", type=positive_int, default=5)
     args = parser.parse_args(argv)
 
     record = synthetic_layout_record(
@@ -66,4 +67,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_script(main)

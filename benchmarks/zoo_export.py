@@ -14,6 +14,7 @@ import sys
 import tempfile
 
 from dagopt.bench.markdown import markdown_row
+from dagopt.bench.script import run_script
 from dagopt.zoo import MODELS, SIZES, export_zoo, get_model, model_names
 
 MODES = ("inference", "training")
@@ -49,4 +50,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_script(main)

@@ -1,0 +1,62 @@
+"""What every benchmark script shares (dagopt.bench.script): one-line errors, count types."""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagopt.bench.script import non_negative_int, pattern, positive_int, run_script
+from dagopt.errors import GraphError
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.mark.parametrize(
+    ("error", "line", "status"),
+    [
+        (GraphError("graph has a cycle"), "error: graph has a cycle\n", 2),
+        (IsADirectoryError(21, "Is a directory", "out"), "error: out: Is a directory\n", 2),
+        (KeyboardInterrupt(), "error: interrupted\n", 130),
+    ],
+)
+def test_a_user_error_is_one_line_and_its_status(error, line, status, capsys):
+    def main():
+        raise error
+
+    with pytest.raises(SystemExit) as stop:
+        run_script(main)
+    assert stop.value.code == status and capsys.readouterr().err == line
+
+
+def test_main_s_status_is_the_exit_status_and_bugs_keep_their_traceback():
+    with pytest.raises(SystemExit) as stop:
+        run_script(lambda: 3)
+    assert stop.value.code == 3
+    with pytest.raises(ZeroDivisionError):
+        run_script(lambda: 1 / 0)
+
+
+def test_argument_types():
+    assert positive_int("4") == 4 and non_negative_int("0") == 0
+    assert pattern("a.c").search("xabcx")
+    for parse, text in ((positive_int, "0"), (non_negative_int, "-1"), (positive_int, "x")):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse(text)
+    with pytest.raises(argparse.ArgumentTypeError, match="not a regular expression"):
+        pattern("(")
+
+
+def test_a_benchmark_refuses_an_empty_count_and_an_output_folder(tmp_path):
+    script = str(BENCHMARKS / "table1.py")
+    empty = subprocess.run(
+        [sys.executable, script, "--graphs", "0"], capture_output=True, text=True, check=False
+    )
+    assert empty.returncode == 2 and "--graphs: must be an integer >= 1" in empty.stderr
+    folder = subprocess.run(
+        [sys.executable, script, "--sizes", "12", "--beam-widths", "10", "--graphs", "1",
+         "--methods", "approx-dp", "lpmf", "--out", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert folder.returncode == 2 and folder.stderr.strip() == f"error: {tmp_path}: Is a directory"
