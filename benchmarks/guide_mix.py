@@ -11,7 +11,8 @@ alive as PyTorch does) and every guide (a priority model file or a shipped model
 ``dagopt.schedule.neural.load_model``): the % change from Inductor's best peak of
 the guide's greedy order (paper 000, 4.2) and of ``anytime`` within ``--limit`` seconds
 with that guide, next to ``anytime`` without a guide. Rows go to ``--out`` (CSV) after
-each graph; a rerun skips the graphs already there.
+each graph; a rerun with the same guides and limit skips the graphs already there
+(others are refused; ``--fresh`` starts over).
 """
 
 import argparse
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from dagopt.bench.realgraphs import change_percent, solve_outputs_kept
-from dagopt.bench.script import run_script
+from dagopt.bench.script import claim_results, run_script
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives import peak_memory
 from dagopt.schedule.neural import guide_order
@@ -89,8 +90,11 @@ def main() -> None:
     parser.add_argument("--guides", nargs="+", required=True, help="model files or names")
     parser.add_argument("--limit", type=float, default=10.0, help="anytime seconds")
     parser.add_argument("--out", type=Path, default=Path("bench-out/guide-mix.csv"))
+    parser.add_argument("--fresh", action="store_true", help="ignore rows already in --out")
     args = parser.parse_args()
-    rows = list(csv.DictReader(args.out.open())) if args.out.is_file() else []
+    options = {"guides": args.guides, "limit": args.limit}
+    resumed = claim_results(args.out, options, fresh=args.fresh)
+    rows = list(csv.DictReader(args.out.open())) if resumed else []
     for key in args.zoo:
         if any(r["graph"] == key for r in rows):
             continue

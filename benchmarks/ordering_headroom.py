@@ -18,10 +18,10 @@ bound. The bound is the optimum itself when ``exact-dp`` finishes within
 meets the best peak found or ``--branch-time`` seconds pass), each also in its own
 column, to show where it is tight ("proved optimal": the branch bound met the best peak
 found, which is then the optimum). The runs go to ``--out`` (CSV) as they finish and a
-rerun resumes (``--fresh`` reruns all). ``--reference`` (the reference CSV of
-``benchmarks/anytime.py``; its ``approx-dp`` runs at ``--reference-width``) adds each
-layered graph's gaps to its reference peak, the bound's first: the least gap any order
-can reach.
+rerun with the same limits resumes (others are refused; ``--fresh`` reruns all).
+``--reference`` (the reference CSV of ``benchmarks/anytime.py``; its ``approx-dp`` runs
+at ``--reference-width``) adds each layered graph's gaps to its reference peak, the
+bound's first: the least gap any order can reach.
 """
 
 import argparse
@@ -35,7 +35,7 @@ from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import claim_results, positive_int, run_script
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -184,7 +184,15 @@ def main(argv: list[str] | None = None) -> int:
         labels[2]: ("anytime", {"time_limit": args.time_limit}),
     }
     out = Path(args.out)
-    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    result_options = {
+        key: getattr(args, key)
+        for key in (
+            "split", "time_limit", "beam_width", "exact_states", "exact_time", "cut_time",
+            "branch_time",
+        )
+    }  # fmt: skip
+    resumed = claim_results(out, result_options, fresh=args.fresh)
+    done = read_runs_csv(out.read_text()) if resumed else []
     console = Console(stderr=True)
 
     def solver(keep_outputs: bool, key_of: dict[int, str]):

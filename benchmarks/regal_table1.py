@@ -11,8 +11,8 @@ transfers (003 section 3.1). The search methods get 5,000 cost-model evaluations
 ``--cp-max-ops`` ops (its model grows as ops x (ops + edges)), warm-started from BRKGA's
 answer, and joins the best known
 solution there, as the paper's CP does; its row averages over those graphs only. Each
-run is added to ``--out`` (CSV, rewritten atomically) as it finishes; rerunning resumes
-(``--fresh`` starts over). Prints the
+run is added to ``--out`` (CSV, rewritten atomically) as it finishes; rerunning with the
+same run options resumes (others are refused; ``--fresh`` starts over). Prints the
 geometric-mean % gap per method beside the paper's figures, the run time per graph and
 how many times smaller REGAL's gap is than BRKGA 5k's, with a 90% bootstrap interval
 over the graphs (one BRKGA result moves by a few % with its seed, so a few graphs
@@ -50,7 +50,7 @@ from dagopt.bench.placement import (
     runs_csv,
     summarize_placement,
 )
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import claim_results, positive_int, run_script
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -109,7 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         return for_method
 
     out = Path(args.out)
-    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    result_options = {
+        key: getattr(args, key)
+        for key in ("cp_time_limit", "cp_max_ops", "checkpoint_dir", "topologies", "noise_sigma")
+    }
+    resumed = claim_results(out, result_options, fresh=args.fresh)
+    done = read_runs_csv(out.read_text()) if resumed else []
     done = [r for r in done if r.method in args.methods and r.objective in args.objectives]
     graphs = placement_test_set(
         args.graphs, topologies=args.topologies, noise_sigma=args.noise_sigma

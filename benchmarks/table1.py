@@ -6,8 +6,10 @@ Example (the numbers in docs/results.md):
         --beam-widths 100000 10000 10000 --dfs-dp-limit 60
 
 Add ``--methods ... topoformer-greedy topoformer-sample topoformer-beam`` for the neural
-rows (the shipped model, or ``--checkpoint``). Runs already in ``--out`` are reused, so
-after changing the model use another ``--out`` or ``--fresh``.
+rows (the shipped model, or ``--checkpoint``). Runs already in ``--out`` are reused when
+the options that make a run (beam widths, ``--dfs-dp-limit``, ``--checkpoint``) are the
+ones recorded beside them in ``OUT.options.json``; other options are refused (use
+another ``--out`` or ``--fresh``).
 
 Graphs are generated from the held-out test seeds (``dagopt.bench.datasets``), the
 reference is ``approx-dp`` at the beam width given for that size. Every run is added
@@ -35,7 +37,7 @@ from dagopt.bench.ordering import (
     summarize,
 )
 from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import claim_results, positive_int, run_script
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
@@ -82,7 +84,13 @@ def main(argv: list[str] | None = None) -> int:
         return {}
 
     out = Path(args.out)
-    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    result_options = {
+        "beam_widths": {str(size): width for size, width in widths.items()},
+        "dfs_dp_limit": args.dfs_dp_limit,
+        "checkpoint": args.checkpoint,
+    }
+    resumed = claim_results(out, result_options, fresh=args.fresh)
+    done = read_runs_csv(out.read_text()) if resumed else []
     done = [r for r in done if r.size in widths and r.method in args.methods]
     console = Console(stderr=True)
     total = len(args.sizes) * args.graphs * len(args.methods)

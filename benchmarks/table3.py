@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         config = OrderingTrainConfig.from_dict(data)
         run = root / kind
         done = (run / STATE_FILE).exists()
-        history = train_ordering(run, None if done else config, resume=done)
+        history = train_ordering(run, config, resume=done)  # other options: refused
         print(f"{kind}: trained {len(history)} epochs", file=sys.stderr)
 
     header = ["encoder", "decoding"]

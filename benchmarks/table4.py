@@ -72,7 +72,7 @@ def train(args, base: dict, name: str) -> Path:
     config = OrderingTrainConfig.from_dict(dict(base, encoder=encoder, decoder=decoder))
     run = Path(args.run_root) / name
     done = (run / STATE_FILE).exists()
-    history = train_ordering(run, None if done else config, resume=done)
+    history = train_ordering(run, config, resume=done)  # other options: refused
     print(f"{name}: trained {len(history)} epochs", file=sys.stderr)
     return run / MODEL_FILE
 

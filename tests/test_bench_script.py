@@ -7,8 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from dagopt.bench.script import non_negative_int, pattern, positive_int, run_script
-from dagopt.errors import GraphError
+from dagopt.bench.script import (
+    claim_results,
+    non_negative_int,
+    pattern,
+    positive_int,
+    run_script,
+)
+from dagopt.errors import GraphError, InputError
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -48,6 +54,19 @@ def test_argument_types():
         pattern("(")
 
 
+def test_results_of_other_options_are_refused(tmp_path):
+    out = tmp_path / "runs.csv"
+    assert not claim_results(out, {"limit": 1.0})  # new: options recorded
+    out.write_text("rows\n")
+    assert claim_results(out, {"limit": 1.0})  # the same options: resume
+    with pytest.raises(InputError, match=r"runs.csv holds results of other options \(limit"):
+        claim_results(out, {"limit": 2.0})
+    assert not claim_results(out, {"limit": 2.0}, fresh=True)
+    (tmp_path / "runs.csv.options.json").unlink()
+    with pytest.raises(InputError, match="options were not recorded"):
+        claim_results(out, {"limit": 2.0})
+
+
 def test_a_benchmark_refuses_an_empty_count_and_an_output_folder(tmp_path):
     script = str(BENCHMARKS / "table1.py")
     empty = subprocess.run(
@@ -59,4 +78,5 @@ def test_a_benchmark_refuses_an_empty_count_and_an_output_folder(tmp_path):
          "--methods", "approx-dp", "lpmf", "--out", str(tmp_path)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert folder.returncode == 2 and folder.stderr.strip() == f"error: {tmp_path}: Is a directory"
+    assert folder.returncode == 2
+    assert folder.stderr.strip() == f"error: {tmp_path}: is a directory, not a file"

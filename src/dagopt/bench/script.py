@@ -6,16 +6,21 @@ missing or unwritable file) is one line ``error: <message>`` on stderr and exit 
 2, Ctrl-C is ``error: interrupted`` and 130, and ``main``'s return value is the status
 otherwise. ``positive_int`` and ``non_negative_int`` are ``argparse`` types for counts,
 so that ``--graphs 0`` is refused up front instead of printing an empty table;
-``pattern`` one for regular expressions.
+``pattern`` one for regular expressions. ``claim_results`` keeps a script that resumes
+from its ``--out`` from mixing results of other options into a new table.
 """
 
 import argparse
+import json
 import re
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
-from dagopt.errors import DagoptError, is_interrupt
+from dagopt.errors import DagoptError, InputError, is_interrupt
+from dagopt.io.atomic import write_text_atomic
+from dagopt.io.json import read_json_file
 
 #: Exit statuses, as the ``dagopt`` command's (``dagopt.cli.main``).
 USER_ERROR_EXIT, INTERRUPTED_EXIT = 2, 130
@@ -47,6 +52,45 @@ def pattern(text: str) -> re.Pattern:
         return re.compile(text)
     except re.error as exc:
         raise argparse.ArgumentTypeError(f"not a regular expression: {exc}") from None
+
+
+def changed_options(given: dict[str, Any], recorded: Any) -> str:
+    """The keys whose values differ between ``given`` and ``recorded`` options, as
+    "a, b differ" ("" when none does; anything but an object differs entirely)."""
+    if not isinstance(recorded, dict):
+        return "everything differs"
+    changed = sorted(k for k in given.keys() | recorded.keys() if given.get(k) != recorded.get(k))
+    if not changed:
+        return ""
+    return f"{', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'}"
+
+
+def claim_results(out: Path, options: dict[str, Any], *, fresh: bool = False) -> bool:
+    """Whether the results already in ``out`` (a CSV a script resumes from) may be
+    reused: they were made with the same ``options`` (the arguments that change a
+    result), recorded beside them in ``OUT.options.json``. A new or ``fresh`` ``out``
+    records ``options`` and returns False; results of other or unrecorded options are
+    an ``InputError`` naming what differs (a rerun would print them under the new
+    options' header)."""
+    if out.is_dir():
+        raise InputError(f"{out}: is a directory, not a file")
+    record = out.with_name(out.name + ".options.json")
+    given = json.loads(json.dumps(options, default=str))  # as the file holds them
+    if out.exists() and not fresh:
+        if not record.exists():
+            raise InputError(
+                f"{out}: its results' options were not recorded ({record.name} is missing); "
+                "pass --fresh or give another --out"
+            )
+        changed = changed_options(given, read_json_file(record))
+        if changed:
+            raise InputError(
+                f"{out} holds results of other options ({changed} from {record.name}); "
+                "pass --fresh or give another --out"
+            )
+        return True
+    write_text_atomic(record, json.dumps(given, indent=1) + "\n")
+    return False
 
 
 def run_script(main: Callable[[], int | None]) -> NoReturn:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dagopt.bench.script import changed_options
 from dagopt.cli.output import check_output, console, err_console, progress_bar, progress_on_terminal
 from dagopt.errors import DagoptError, InputError, SolverError
 from dagopt.executor import Executor, Outcome, error_line
@@ -207,15 +208,11 @@ def _claim(out_dir: Path, suffix: str, job: Callable[[Graph], Any], done: list[P
     request = _request(job)
     recorded_file = out_dir / REQUEST_FILE
     if recorded_file.exists() and any(out_dir.glob(f"*{suffix}")):
-        recorded = read_json_file(recorded_file)
-        changed = sorted(
-            k for k in request.keys() | recorded.keys() if request.get(k) != recorded.get(k)
-        )
+        changed = changed_options(request, read_json_file(recorded_file))
         if changed:
             raise InputError(
-                f"{out_dir} holds the results of another request ({', '.join(changed)} "
-                f"{'differs' if len(changed) == 1 else 'differ'} from {recorded_file}); give "
-                "another --out-dir, or delete it to start over"
+                f"{out_dir} holds the results of another request ({changed} from "
+                f"{recorded_file}); give another --out-dir, or delete it to start over"
             )
         return
     methods = {read_json_file(o).get("method") for o in done}
