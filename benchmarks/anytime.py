@@ -142,7 +142,7 @@ def zoo_table(runs: list[Run], labels: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
     parser.add_argument("--limits", type=float, nargs="+", default=[1.0, 3.0, 10.0])

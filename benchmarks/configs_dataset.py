@@ -103,7 +103,7 @@ def collection_row(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=Path("datasets/configs"))
     commit = parser.add_mutually_exclusive_group()
     commit.add_argument("--since", metavar="COMMIT", help="only graphs measured after COMMIT")

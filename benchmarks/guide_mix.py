@@ -85,7 +85,7 @@ def table(rows: list[dict], guides: list[str], limit: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--zoo", nargs="+", required=True, help="zoo graphs, model/size/mode")
     parser.add_argument("--guides", nargs="+", required=True, help="model files or names")
     parser.add_argument("--limit", type=float, default=10.0, help="anytime seconds")

@@ -46,7 +46,7 @@ def measure(model: str, devices: list[str], out: Path, label: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", choices=list(PAPER_MODELS))
     parser.add_argument("--devices", default="cpu,cpu")
     parser.add_argument("--out", type=Path)

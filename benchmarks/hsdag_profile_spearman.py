@@ -109,7 +109,7 @@ def reread(args: argparse.Namespace) -> Scored:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="resnet-50", choices=list(PAPER_MODELS))
     parser.add_argument("--devices", default="cpu,cuda:0")
     parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")

@@ -107,7 +107,7 @@ def measure_all(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     verbs = parser.add_subparsers(dest="verb", required=True)
     train = verbs.add_parser("place", help="train on the profiles, write placements")
     train.add_argument("--out", required=True)

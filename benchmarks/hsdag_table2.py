@@ -108,7 +108,7 @@ def acceptance(rows: dict[str, dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_env_arguments(parser)
     parser.add_argument("--rounds", type=int, default=20, help="interleaved re-measurements")
     parser.add_argument("--random", type=int, default=200, help="random placements measured")

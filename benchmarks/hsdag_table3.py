@@ -43,7 +43,7 @@ PAPER_CPU = (0.0128, 0.0160, 0.00638)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_env_arguments(parser)
     parser.add_argument("--noise", type=float, default=0.0)
     args = parser.parse_args(argv)

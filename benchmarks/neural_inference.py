@@ -34,7 +34,7 @@ print(json.dumps({"graph": graph.name, "seconds": seconds, "rss_gib": rss}))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--checkpoint", default="")
     args = parser.parse_args(argv)

@@ -93,7 +93,7 @@ def run_anytime(size: int, seed: int, limit: float, guide: str | None, threads: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_scale_arguments(parser)
     parser.add_argument(
         "--checkpoint", default=DEFAULT_MODEL, help="priority model file or shipped name"

@@ -148,7 +148,7 @@ def reference_table(runs: list[Run], references: list[Run], labels: list[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="*", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
     parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")

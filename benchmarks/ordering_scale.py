@@ -41,7 +41,7 @@ def run_one(size: int, seed: int, method: str, time_limit: float | None) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_scale_arguments(parser)
     args = parser.parse_args(argv)
     runs = scale_runs(parser, args)

@@ -52,7 +52,7 @@ def measure(graph, devices: Devices, device_of, orders, repeat: int) -> tuple[fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=positive_int, default=3, help="best of this many runs")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)

@@ -112,7 +112,7 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graphs", type=positive_int, default=16, help="validation graphs")
     parser.add_argument("--repeats", type=positive_int, default=3, help="BRKGA seeds per graph")
     parser.add_argument("--teacher-evaluations", type=int, default=30000)

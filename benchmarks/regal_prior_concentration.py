@@ -25,7 +25,7 @@ from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graphs", type=positive_int, default=50, help="validation graphs")
     parser.add_argument(
         "--concentrations", type=float, nargs="+", default=[7, 20, 50, 100, 300, 1000, 3000, 10000]

@@ -119,7 +119,7 @@ def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--graphs", type=positive_int, default=20, help="validation graphs")
     parser.add_argument(
         "--repeats", type=positive_int, default=4, help="runs per graph for the spreads"

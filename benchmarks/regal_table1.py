@@ -72,7 +72,7 @@ METHODS = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--graphs", type=positive_int, default=20, help="held-out graphs per objective"
     )

@@ -91,7 +91,7 @@ def topoformer_reward_share(graphs: int = 8, nodes: int = 100) -> tuple[float, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--graphs", type=positive_int, default=8, help="independent graphs per workload"
     )

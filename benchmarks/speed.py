@@ -21,7 +21,7 @@ HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="skip the K=100000 DP run")
     parser.add_argument("--repeat", type=positive_int, default=3)
     args = parser.parse_args(argv)

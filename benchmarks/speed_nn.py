@@ -41,7 +41,7 @@ def peak_rss_mib() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 2000])
     parser.add_argument("--repeat", type=positive_int, default=2)
     args = parser.parse_args(argv)

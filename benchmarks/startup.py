@@ -29,7 +29,7 @@ def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=positive_int, default=5, help="warm runs per command")
     args = parser.parse_args(argv)
     import os

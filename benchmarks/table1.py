@@ -45,7 +45,7 @@ DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "induc
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=3, help="held-out graphs per size")
     parser.add_argument(

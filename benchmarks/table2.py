@@ -63,7 +63,7 @@ MEASURE_MODELS = ["resnet-50", "llama-small", "whisper-tiny-encoder"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=model_names(), help="zoo models")
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)

@@ -78,7 +78,7 @@ def train(args, base: dict, name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
     parser.add_argument("--epochs", type=positive_int, default=4)
     parser.add_argument("--graph-nodes", type=positive_int, default=100)

@@ -39,7 +39,7 @@ from dagopt.train.tgraph import load_graphs
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--split", default="valid", help="split to score (labelled)")
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="work folders")

@@ -66,7 +66,7 @@ def held_out_scores(run: Path, data: Path | None, tta: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--after", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--before-data", type=Path, help="data folder of the --before runs")

@@ -35,7 +35,7 @@ FOLDS = 5
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--collection", choices=COLLECTIONS, default="layout:xla:random")
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[11, 22, 44, 88])

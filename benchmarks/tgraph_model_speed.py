@@ -28,7 +28,7 @@ from dagopt.rank.tgraph import load_ranker, predict, prepare
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--collection", choices=COLLECTIONS, required=True)
     parser.add_argument("--split", default="test")

@@ -57,7 +57,7 @@ def timings(config: TGraphConfig, graph, c: int, repeats: int) -> tuple[float, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=positive_int, default=200)
     parser.add_argument("--hidden", type=positive_int, default=256)
     parser.add_argument("--repeats", type=positive_int, default=5)

@@ -117,7 +117,7 @@ def score_cell(run: Path, graphs, tta: int) -> tuple[str, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, help="folder holding npz/ (default: SYNTHETIC)")
     parser.add_argument("--synthetic", choices=("planted", "random"), default="planted")
     parser.add_argument("--collections", nargs="+", choices=COLLECTIONS)

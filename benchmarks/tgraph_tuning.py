@@ -56,7 +56,7 @@ def trained_model(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=Path("datasets/configs"))
     parser.add_argument("--split", default="test")
     parser.add_argument("--train-splits", nargs="+", default=["train", "valid"])

@@ -31,7 +31,7 @@ def best_time(fn, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=positive_int, default=10_000)
     parser.add_argument("--configurable", type=int, default=1_000, help="configurable nodes")
     parser.add_argument("--configs", type=positive_int, default=1_000)

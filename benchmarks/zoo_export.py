@@ -21,7 +21,7 @@ MODES = ("inference", "training")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=model_names(), choices=model_names())
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--cache-dir", default=None, help="default: a temporary directory")
