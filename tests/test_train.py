@@ -96,6 +96,17 @@ def test_a_resume_refuses_lost_or_damaged_metrics(tmp_path, damage, message):
         train_ordering(tmp_path, resume=True)
 
 
+def test_a_state_of_another_run_is_refused_and_an_early_stop_says_how_to_restart(tmp_path):
+    train_ordering(tmp_path / "a", tiny_config(epochs=1))
+    train_ordering(tmp_path / "b", tiny_config(epochs=1, graph_nodes=14))  # same weights' shape
+    (tmp_path / "b" / "state.pt").write_bytes((tmp_path / "a" / "state.pt").read_bytes())
+    with pytest.raises(InputError, match=r"state\.pt: made by another run"):
+        train_ordering(tmp_path / "b", resume=True)
+    (tmp_path / "b" / "state.pt").unlink()
+    with pytest.raises(InputError, match=r"stopped before its first epoch ended.*without --resume"):
+        train_ordering(tmp_path / "b", resume=True)
+
+
 def test_chains_give_no_gradient_and_no_step(tmp_path):
     """Two-node layered graphs are chains: one order each, a loss without gradient."""
     history = train_ordering(tmp_path, tiny_config(graph_nodes=2, epochs=1))

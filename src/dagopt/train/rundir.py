@@ -3,9 +3,12 @@ per-epoch metrics CSV and a learning-curve plot.
 
 ``open_run`` enforces the run-directory contract: a new run refuses to overwrite an
 existing one, and ``--resume`` reuses the saved ``config.json`` (a different config
-is an error).
+is an error). ``state.pt`` records a hash of the ``config.json`` it was made under (the
+run's own, or its parent's for the folds of a TGraph run), so that a state copied from
+another run is refused on resume.
 """
 
+import hashlib
 import io
 import json
 from collections.abc import Sequence
@@ -36,7 +39,16 @@ def open_run(
         raise InputError(f"{run_dir}: is a file, not a run directory")
     if resume:
         if not state_path.exists():
-            raise InputError(f"{run_dir}: nothing to resume (no {STATE_FILE})")
+            stopped = (run_dir / CONFIG_FILE).exists()
+            raise InputError(
+                f"{run_dir}: nothing to resume (no {STATE_FILE}"
+                + (
+                    ": it stopped before its first epoch ended); start it again with the "
+                    "same command without --resume"
+                    if stopped
+                    else ")"
+                )
+            )
         saved = read_config(run_dir / CONFIG_FILE, config_type)
         if config is not None and config != saved:
             raise InputError(
@@ -54,6 +66,19 @@ def open_run(
     return config
 
 
+#: The key of ``state.pt`` that holds ``_config_hash``.
+CONFIG_HASH = "config_sha256"
+
+
+def _config_hash(run_dir: Path) -> str:
+    """A SHA-256 of the ``config.json`` that governs ``run_dir`` (its own, or its
+    parent's), "" when there is none."""
+    for folder in (run_dir, run_dir.parent):
+        if (folder / CONFIG_FILE).is_file():
+            return hashlib.sha256((folder / CONFIG_FILE).read_bytes()).hexdigest()
+    return ""
+
+
 def load_state(run_dir: Path) -> dict[str, Any]:
     """The resume point ``state.pt`` of a run: tensors, numbers and strings only, read
     with ``weights_only=True`` so a crafted file cannot run code; a corrupt or foreign
@@ -65,6 +90,9 @@ def load_state(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{path}: cannot resume from it ({type(exc).__name__})") from None
     if not isinstance(state, dict) or not isinstance(state.get("epoch"), int):
         raise InputError(f"{path}: not a dagopt training state")
+    recorded = state.pop(CONFIG_HASH, None)  # absent in states written before it existed
+    if recorded is not None and recorded != _config_hash(run_dir):
+        raise InputError(f"{path}: made by another run (under another {CONFIG_FILE})")
     return state
 
 
@@ -80,7 +108,7 @@ def end_epoch(
 ) -> None:
     """After an epoch: ``state.pt``, ``metrics.csv`` and, given ``curves``,
     ``learning_curve.png``, atomically."""
-    write_torch_atomic(run_dir / STATE_FILE, state)
+    write_torch_atomic(run_dir / STATE_FILE, {**state, CONFIG_HASH: _config_hash(run_dir)})
     write_metrics(run_dir, history, row_type)
     if curves is not None:
         epochs = [m.epoch for m in history]
