@@ -357,3 +357,12 @@ def test_centred_policy_imitates_the_prior_sharply_then_reinforces(tmp_path):
     alpha, beta = action_distributions(action, beta_grid(policy, inputs))
     assert np.median((alpha + beta)[:, 2]) >= 100
     assert np.allclose(alpha[:, :2], 1.0) and np.allclose(beta[:, :2], 1.0)
+
+
+def test_a_given_policy_of_another_objective_places_with_a_warning():
+    from dagopt.models import model_path
+
+    graph = generate_placement(30, seed=4)
+    runtime_policy = model_path("regal-runtime")
+    with pytest.warns(DagoptWarning, match="trained for 'runtime', not 'peak-memory'"):
+        place(graph, "regal", objective="peak-memory", checkpoint=runtime_policy, evaluations=300)

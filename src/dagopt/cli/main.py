@@ -8,7 +8,7 @@ Running out of memory (a request the memory guards of ``dagopt.resources`` did n
 foresee) is one line and exit 2 as well. Ctrl-C prints ``error: interrupted`` and exits
 130 (128 + SIGINT), as a shell does; outputs are written atomically, so an interrupted
 command leaves no partial file. A ``DagoptWarning`` (the work goes on) is one line
-``warning: <message>`` on stderr, each time it is raised. Output cut short by its
+``warning: <message>`` on stderr, each distinct message once. Output cut short by its
 reader (``| head``) ends the command quietly with status 1.
 """
 
@@ -81,7 +81,7 @@ class _UserErrorGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("always", DagoptWarning)
+                warnings.simplefilter("default", DagoptWarning)  # each message once
                 warnings.showwarning = partial(_show_warning, warnings.showwarning)
                 return super().invoke(ctx)
         except NoArgsIsHelpError:

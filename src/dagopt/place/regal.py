@@ -12,13 +12,14 @@ The model comes from ``checkpoint`` or is the shipped ``regal-<objective>``
 
 import math
 import time
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dagopt.errors import InputError
+from dagopt.errors import DagoptWarning, InputError
 from dagopt.models import missing_model, model_path
 from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
 from dagopt.place.brkga import (
@@ -47,7 +48,9 @@ def _cached_policy(path: str) -> tuple["RegalPolicy", dict]:
 
 
 def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
-    """The policy for ``problem``: it must have been trained for the same device count."""
+    """The policy for ``problem``: it must have been trained for the same device count;
+    the shipped one for the same objective (a given ``checkpoint`` trained for another
+    objective is used, with a ``DagoptWarning``)."""
     shipped = None if checkpoint is not None else f"regal-{problem.objective}"
     path = Path(checkpoint) if shipped is None else model_path(shipped)
     if not path.is_file():
@@ -59,8 +62,11 @@ def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
             f"the problem has {problem.num_devices}"
         )
     trained_for = meta.get("objective")
-    if checkpoint is None and trained_for not in (None, problem.objective):
-        raise InputError(f"{path}: trained for {trained_for!r}, not {problem.objective!r}")
+    if trained_for not in (None, problem.objective):
+        mismatch = f"{path}: trained for {trained_for!r}, not {problem.objective!r}"
+        if checkpoint is None:
+            raise InputError(mismatch)
+        warnings.warn(f"{mismatch}; placing with it anyway", DagoptWarning, stacklevel=2)
     return policy
 
 
