@@ -329,6 +329,14 @@ def place_command(
     from dagopt.place.base import check_placer_options
 
     check_batch(graph_paths, out_dir, out, jobs, ray)
+    from dagopt.zoo import model_names as zoo_model_names
+
+    missing = [p for p in graph_paths if not p.exists()]
+    if env is None and missing and str(missing[0]) in zoo_model_names():
+        raise InputError(
+            f"{missing[0]} is a zoo model, not a graph file: place it on real devices with "
+            f"--env, or export its graph first (dagopt zoo export {missing[0]})"
+        )
     spec = get_placer(method)
     names = _device_list(devices)
     _check_env_options(ctx, env, names)

@@ -39,6 +39,8 @@ def load(path: str | os.PathLike) -> Graph:
     file = Path(path)
     if file.is_dir():
         raise InputError(f"{file}: is a directory, not a graph file")
+    if not file.exists():
+        raise InputError(f"{file}: no such file")
     reader = READERS.get(file.suffix.lower())
     if reader is None:
         known = ", ".join(sorted(READERS))
