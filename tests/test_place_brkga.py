@@ -196,3 +196,22 @@ def test_brkga_prior_searches_around_the_memory_order():
     assert result.evaluations == 30
     with pytest.raises(InputError, match="concentration must be > 0"):
         place(graph, "brkga-prior", concentration=0.0)
+
+
+def test_brkga_prior_s_time_limit_covers_its_order_prior(monkeypatch):
+    """The prior's approx-dp runs within the limit; BRKGA gets what it left (here none:
+    its first population only)."""
+    import dagopt.place.prior as prior
+
+    limits = []
+
+    def solve(graph, method, **options):
+        limits.append(options.get("time_limit"))
+        return prior_solve(graph, method, **options)
+
+    prior_solve = prior.solve
+    monkeypatch.setattr(prior, "solve", solve)
+    graph = generate_placement(80, seed=1)
+    assert place(graph, "brkga-prior", seed=0, time_limit=0).evaluations == 100
+    assert limits[-1] == 0
+    assert place(graph, "brkga-prior", seed=0).evaluations == 5000

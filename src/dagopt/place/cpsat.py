@@ -42,6 +42,7 @@ import math
 import reprlib
 from fractions import Fraction
 from itertools import pairwise
+from time import perf_counter
 
 import numpy as np
 from ortools.sat.python import cp_model
@@ -80,9 +81,9 @@ def integer_scale(values: np.ndarray) -> tuple[float, np.ndarray, bool]:
 class _Builder:
     """The CP-SAT model of one ``PlacementProblem``; see the module docstring."""
 
-    def __init__(self, problem: PlacementProblem):
+    def __init__(self, problem: PlacementProblem, deadline: float = math.inf):
         graph = problem.graph
-        self.problem = problem
+        self.problem, self.deadline = problem, deadline
         self.simulator = _simulator(problem)
         self.model = cp_model.CpModel()
         self.n = n = graph.num_nodes
@@ -113,6 +114,15 @@ class _Builder:
         self._memory()
         self._objective()
 
+    def _check_time(self) -> None:
+        """``SolverError`` once building the model runs past the time limit: the model
+        grows as ops x (ops + edges), beyond reach for graphs of thousands of ops."""
+        if perf_counter() > self.deadline:
+            raise SolverError(
+                f"cp-sat could not build its model of {self.n:,} ops within the time limit; "
+                "it is exact for graphs of tens of ops: use brkga or regal for larger ones"
+            )
+
     def _decisions(self) -> None:
         """Devices ``x``, priority positions ``pos``, and the device symmetry breaking."""
         m, n, d = self.model, self.n, self.problem.num_devices
@@ -139,6 +149,7 @@ class _Builder:
         self.finish = [m.new_int_var(0, horizon, "") for _ in range(n)]
         self.avail = [m.new_int_var(0, horizon, "") for _ in range(n)]
         for v in range(n):
+            self._check_time()
             duration = sum(int(t) * x for t, x in zip(dur[v], self.x[v], strict=True))
             m.add(self.finish[v] == self.start[v] + duration)
             earlier = []
@@ -308,6 +319,7 @@ class _Builder:
         # pulled[u, w]: w is the first consumer of u on its device, another than u's.
         pulled, pull_time = {}, {}
         for u in range(n):
+            self._check_time()
             for w in self.succ[u]:
                 conj = self.all_of(
                     [~self.same(u, w), *(_neg(self.seq(c, w)) for c in self.succ[u] if c != w)]
@@ -336,6 +348,7 @@ class _Builder:
         for (u, w), lit in pulled.items():
             checkpoints.append((w, pull_time[u, w], int(self.mem[u]), u, [lit]))
         for o, time, constant, u, enforce in checkpoints:
+            self._check_time()
             terms = []
             for x in range(n):
                 if x in (o, u) or self.reach[o, x]:
@@ -461,12 +474,12 @@ def cp_sat(
             raise InputError("give cp-sat a hint or a warm_start method, not both")
         start = get_placer(warm_start).fn(problem, seed=seed)
         hint = (start.device_of, start.order)
-    builder = _Builder(problem)
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    began = perf_counter()
+    builder = _Builder(problem, deadline=began + limit)
     builder.add_hint(*(_default_hint(problem) if hint is None else hint))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(
-        DEFAULT_TIME_LIMIT if time_limit is None else time_limit
-    )
+    solver.parameters.max_time_in_seconds = max(0.0, limit - (perf_counter() - began))
     solver.parameters.num_workers = int(num_workers)
     solver.parameters.random_seed = 0 if seed is None else int(seed) % 2**31
     solver.parameters.cp_model_presolve = builder.horizon <= PRESOLVE_HORIZON

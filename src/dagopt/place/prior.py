@@ -13,6 +13,8 @@ prior"). An order prior is ``{"method": NAME, **options}`` for ``dagopt.schedule
   their distributions from it (``dagopt.nn.regal``).
 """
 
+import time
+
 import numpy as np
 
 from dagopt.configs import check_option
@@ -50,11 +52,14 @@ def check_order_prior(order_prior: dict) -> None:
     _scheduler(order_prior)
 
 
-def order_prior_keys(graph: Graph, order_prior: dict) -> np.ndarray:
+def order_prior_keys(
+    graph: Graph, order_prior: dict, time_limit: float | None = None
+) -> np.ndarray:
     """Priority keys (``dagopt.place.decode.order_keys``) of the order the scheduler
-    ``order_prior`` gives ``graph`` on one device: 1 for its first op, near 0 last."""
+    ``order_prior`` gives ``graph`` on one device (within ``time_limit`` seconds, where
+    it takes one): 1 for its first op, near 0 last."""
     method, options = _scheduler(order_prior)
-    return order_keys(solve(graph, method, **options).order)
+    return order_keys(solve(graph, method, time_limit=time_limit, **options).order)
 
 
 @register_placer(
@@ -70,12 +75,17 @@ def brkga_prior(
     concentration: float = DEFAULT_CONCENTRATION,
     **options,
 ) -> PlacerResult:
+    """``time_limit`` covers the prior's order (``approx-dp`` narrows its beam at the
+    limit) and BRKGA, which gets what the order left."""
     concentration = check_option("concentration", concentration, float)
-    keys = order_prior_keys(problem.graph, DEFAULT_ORDER_PRIOR)
+    began = time.perf_counter()
+    keys = order_prior_keys(problem.graph, DEFAULT_ORDER_PRIOR, time_limit)
     distributions = MutantDistributions.centred(
         problem.graph.num_nodes, problem.num_devices, concentration, priority_keys=keys
     )
     params = BrkgaParams.from_dict(options)
+    if time_limit is not None:
+        time_limit = max(0.0, time_limit - (time.perf_counter() - began))
     outcome = run_brkga(
         problem, seed=seed, params=params, distributions=distributions, time_limit=time_limit
     )
