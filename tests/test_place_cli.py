@@ -178,6 +178,12 @@ def test_a_placement_for_another_graph_is_refused(placement_graph, tmp_path):
     legacy_path = write_json(tmp_path / "legacy.json", legacy)
     assert_user_error(dagopt("evaluate-placement", other, legacy_path), "a different name")
     assert dagopt("evaluate-placement", placement_graph, legacy_path).exit_code == 0
+    tampered = {**json.loads(out.read_text()), "graph": "placement-40-s12", "graph_hash": "0"}
+    tampered_path = write_json(tmp_path / "tampered.json", tampered)
+    assert_user_error(
+        dagopt("evaluate-placement", other, tampered_path),
+        "made for another graph named 'placement-40-s12' (its graph_hash differs",
+    )
 
 
 def test_memory_limit_is_reported(placement_graph):

@@ -60,8 +60,9 @@ LEARNED = ("hsdag", "placeto", "rnn-placer")
     ("options", "fragment"),
     [
         ({"lr": "abc"}, "option 'lr' must be a number, got str 'abc'"),
-        ({"lr": float("nan")}, "finite lr > 0"),
-        ({"lr": float("inf")}, "finite lr > 0"),
+        ({"lr": float("nan")}, "option 'lr' must be a finite number, got nan"),
+        ({"lr": float("inf")}, "option 'lr' must be a finite number, got inf"),
+        ({"lr": 0.0}, "finite lr > 0"),
         ({"episodes": "abc"}, "option 'episodes' must be int"),
         ({"episodes": 2.5}, "option 'episodes' must be int, got float 2.5"),
         ({"hidden": -3}, "hidden >= 1, got hidden=-3"),

@@ -382,7 +382,9 @@ def test_bad_batch_rows(chain):
 
 def test_missing_or_bad_runtimes(chain):
     bare = Graph(2, [0], [1], mem=[1, 1])
-    with pytest.raises(InputError, match=r"add a 'runtime' node attribute.*estimate_runtimes"):
+    with pytest.raises(
+        InputError, match=r"give every node a numeric 'runtime' attribute.*estimate_runtimes"
+    ):
         simulate(bare, Devices(), [0, 0], [0, 1])
     with pytest.raises(InputError, match="invalid runtime"):
         simulate(chain, Devices(), [0, 0, 0], [0, 1, 2], runtimes=[1, -1, 1])

@@ -21,6 +21,7 @@ Paper 004's inputs: Inception-V3 at 299 px, ResNet-50 at 224 px, BERT-base on 8 
 (``PAPER_MODELS``); another zoo model takes its ``small`` inputs.
 """
 
+import re
 import statistics
 import time
 from collections.abc import Iterable, Iterator
@@ -175,7 +176,7 @@ def _openvino_devices(devices: list[str], core: Any) -> list[str]:
         kind = device.lower()
         if kind == "cpu":
             names.append("CPU" if "CPU" not in names else register_cpu_twice(core))
-        elif kind == "gpu" or kind.startswith("cuda"):
+        elif _is_gpu(kind):
             if "GPU" not in core.available_devices:
                 raise InputError(f"device {device!r} requested but OpenVINO sees no GPU")
             names.append("GPU")
@@ -184,11 +185,16 @@ def _openvino_devices(devices: list[str], core: Any) -> list[str]:
     return names
 
 
+def _is_gpu(kind: str) -> bool:
+    """Whether the lower-case device name ``kind`` is a GPU: ``gpu``, ``cuda``, ``cuda:N``."""
+    return re.fullmatch(r"gpu|cuda(:\d+)?", kind) is not None
+
+
 def _simulated_kind(device: str) -> str:
     kind = device.lower()
     if kind == "cpu":
         return "cpu"
-    if kind == "gpu" or kind.startswith("cuda"):
+    if _is_gpu(kind):
         return "gpu"
     raise InputError(f"no simulated device kind for {device!r} (use cpu, gpu or cuda:0)")
 
@@ -231,6 +237,8 @@ def latency_env(
             raise InputError(
                 f"the profile was measured on {','.join(read.devices)}, not {','.join(devices)}"
             )
+        if read.model and Path(model).stem != read.model:
+            raise InputError(f"the profile is of model {read.model!r}, not {model!r}")
         latency = ProfiledLatency(torch_graph.graph, read, noise=noise, seed=seed)
     elif env == "torch":
         from dagopt.integrations.torch_latency import TorchLatency, check_torch_devices

@@ -81,9 +81,9 @@ EstimateOpt = Annotated[
         "'runtime' node attribute.",
     ),
 ]
-PeakFlopsOpt = Annotated[float, typer.Option(min=0, help="Device FLOP/s for --estimate-runtime.")]
+PeakFlopsOpt = Annotated[float, typer.Option(help="Device FLOP/s (> 0) for --estimate-runtime.")]
 MemBandwidthOpt = Annotated[
-    float, typer.Option(min=0, help="Device memory bytes/s for --estimate-runtime.")
+    float, typer.Option(help="Device memory bytes/s (> 0) for --estimate-runtime.")
 ]
 
 

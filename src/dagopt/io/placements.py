@@ -74,6 +74,11 @@ def _check_graph(file: Path, data: dict, graph: Graph) -> None:
             return
     elif name is None or name == graph.name:
         return
+    if name == graph.name:
+        raise InputError(
+            f"{file}: the placement was made for another graph named {graph.name!r} "
+            "(its graph_hash differs: other node ids or edges)"
+        )
     raise InputError(
         f"{file}: the placement was made for graph {reprlib.repr(name)}, not for graph "
         f"{graph.name!r} (a different {'structure' if recorded is not None else 'name'})"

@@ -32,8 +32,10 @@ def resolve_runtimes(graph: Graph, runtimes, devices: Devices | None = None) -> 
     if runtimes is None:
         if "runtime" not in graph.node_data:
             raise InputError(
-                f"graph {graph.name!r} has no op runtimes: add a 'runtime' node attribute "
-                "or pass runtimes=estimate_runtimes(graph, ...) (dagopt.objectives.runtime)"
+                f"graph {graph.name!r} has no op runtimes: give every node a numeric "
+                "'runtime' attribute (one node without it, or with a non-number, leaves the "
+                "graph without any) or pass runtimes=estimate_runtimes(graph, ...) "
+                "(dagopt.objectives.runtime)"
             )
         runtimes = graph.node_data["runtime"]
     try:
