@@ -29,6 +29,7 @@ from scipy.stats import spearmanr
 
 from dagopt.bench.latency_envs import PAPER_MODELS, default_profile, zoo_inputs
 from dagopt.bench.script import positive_int, run_script
+from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.integrations.torch_latency import TorchLatency, profile_torch
 from dagopt.io import load
@@ -99,6 +100,10 @@ def measure(args: argparse.Namespace) -> Scored:
 def reread(args: argparse.Namespace) -> Scored:
     """A ``--save`` record in place of measuring: its graph, placements and latencies."""
     record = json.loads(args.measured.read_text())
+    recorded_run = ((args.model, record["model"]), (args.devices, ",".join(record["devices"])))
+    for given, recorded in recorded_run:
+        if given is not None and given != recorded:
+            raise InputError(f"{args.measured} was measured on {recorded!r}, not {given!r}")
     graph = load(graph_file(args.measured))
     if list(graph.names) != record["names"]:
         raise SystemExit(f"{graph_file(args.measured)} is not the graph of {args.measured}")
@@ -110,8 +115,8 @@ def reread(args: argparse.Namespace) -> Scored:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default="resnet-50", choices=list(PAPER_MODELS))
-    parser.add_argument("--devices", default="cpu,cuda:0")
+    parser.add_argument("--model", choices=list(PAPER_MODELS), help="default: resnet-50")
+    parser.add_argument("--devices", help="default: cpu,cuda:0")
     parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")
     parser.add_argument("--placements", type=positive_int, default=50)
     parser.add_argument("--seed", type=int, default=0)
@@ -120,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calibrate", action="store_true",
                         help="scale op times to the profile's whole-graph latencies")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.measured is None:
+        args.model, args.devices = args.model or "resnet-50", args.devices or "cpu,cuda:0"
     scored = reread(args) if args.measured is not None else measure(args)
     rows, measured = scored.rows, scored.measured
     predicted_env = ProfiledLatency(scored.graph, scored.profile, calibrate=args.calibrate)
