@@ -17,7 +17,7 @@ from dagopt.cli.output import (
     fmt_seconds,
     progress_on_terminal,
 )
-from dagopt.cli.settings import parse_settings
+from dagopt.cli.settings import merge_option, parse_settings
 from dagopt.errors import InputError
 from dagopt.executor import Executor
 from dagopt.graph import Graph
@@ -235,16 +235,6 @@ def _check_env_options(ctx: typer.Context, env: str | None, names: int | list[st
             raise InputError(f"--{name} needs --env")
 
 
-def _merge_option(options: dict[str, Any], name: str, flag: str, value: Any) -> None:
-    """Put ``flag``'s ``value`` into the ``--set`` ``options`` as ``name`` (when given);
-    both giving it is an ``InputError``."""
-    if value is None:
-        return
-    if name in options:
-        raise InputError(f"{flag} and --set {name}=... both give {name}: give one")
-    options[name] = value
-
-
 def _place_in_env(
     model: str, method: str, env: str, names, profile, noise, seed, time_limit, options
 ):
@@ -341,8 +331,8 @@ def place_command(
     names = _device_list(devices)
     _check_env_options(ctx, env, names)
     options = parse_settings(settings or [])
-    _merge_option(options, "evaluations", "--evaluations", evaluations)
-    _merge_option(options, "checkpoint", "--checkpoint", checkpoint)
+    merge_option(options, "evaluations", "--evaluations", evaluations)
+    merge_option(options, "checkpoint", "--checkpoint", checkpoint)
     check_placer_options(spec, options)
     if env is not None:
         if len(graph_paths) > 1 or out_dir is not None:

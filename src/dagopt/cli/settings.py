@@ -20,3 +20,13 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
         except ValueError:  # not JSON (or a number past int's digit limit): plain text
             options[key.replace("-", "_")] = text
     return options
+
+
+def merge_option(options: dict[str, Any], name: str, flag: str, value: Any) -> None:
+    """Put ``flag``'s ``value`` into the ``--set`` ``options`` as ``name`` (when given);
+    both giving it is an ``InputError``."""
+    if value is None:
+        return
+    if name in options:
+        raise InputError(f"{flag} and --set {name}=... both give {name}: give one")
+    options[name] = value

@@ -8,7 +8,7 @@ import typer
 
 from dagopt.cli.batch import JobsOpt, RayOpt
 from dagopt.cli.output import check_output, console, progress_bar
-from dagopt.cli.settings import parse_settings
+from dagopt.cli.settings import merge_option, parse_settings
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
 
@@ -130,8 +130,7 @@ def placement(
     from dagopt.train.regal.trainer import RegalEpoch, train_regal
 
     overrides = parse_settings(settings or [])
-    if objective is not None:
-        overrides["objective"] = objective
+    merge_option(overrides, "objective", "--objective", objective)
     cfg = _training_config(RegalTrainConfig, config, overrides, resume)
 
     def describe(m: RegalEpoch) -> str:

@@ -116,7 +116,11 @@ def state_dp(
     """
     n = graph.num_nodes
     if n == 0:
-        return np.zeros(0, dtype=np.int64), True, {"max_states": 0}
+        return (
+            np.zeros(0, dtype=np.int64),
+            True,
+            {"widest_step": 0, "beam_width": beam_width, "time_limit_hit_at_step": 0},
+        )
     words = num_words(n)
     name = "exact-dp" if beam_width is None else f"beam width {beam_width:,}"
     advice = "use method inductor"
