@@ -1,4 +1,5 @@
-"""Write ``src/dagopt/data/small-cnn.onnx``, the ONNX model ``dagopt examples`` ships.
+"""Write ``src/dagopt/data/small-cnn.onnx``, the ONNX model ``dagopt examples`` ships
+(``--out FILE``: elsewhere, to compare with the shipped one).
 
     python examples/make_small_cnn.py
 
@@ -8,6 +9,7 @@ A small two-branch residual CNN (stem, two residual blocks whose second one has 
 (tens of KB) and branched enough that execution orders differ in peak memory.
 """
 
+import argparse
 from pathlib import Path
 
 import torch
@@ -47,10 +49,13 @@ def small_cnn() -> nn.Module:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="default: the shipped file")
+    out = parser.parse_args().out
     torch.manual_seed(0)
     model = small_cnn().eval()
-    torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), OUT, dynamo=False)
-    print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
+    torch.onnx.export(model, (torch.randn(1, 3, 32, 32),), out, dynamo=False)
+    print(f"wrote {out} ({out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":
