@@ -15,6 +15,7 @@ avoids).
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -65,12 +66,12 @@ def measure(order: str, settings: dict[str, str]) -> dict:
 
 
 LOAD = r"""
-import time
+import os, time
 from dagopt.generate import generate_layered
 from dagopt.schedule import solve
 graph = generate_layered(500, seed=1)
-end = time.time() + 600
-while time.time() < end:
+end, parent = time.time() + 600, os.getppid()
+while time.time() < end and os.getppid() == parent:  # ends with its parent, however killed
     solve(graph, "approx-dp", beam_width=10_000)
 """
 
@@ -79,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     ).parse_args(argv)  # no options: --help, and an unknown argument is a usage error
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))  # run finally:
     print("| machine | case | numba pool | REINFORCE batch s | approx-dp K=10000 s |")
     print("|---|---|---|---|---|")
     for machine in ("idle", "busy"):
