@@ -3,6 +3,9 @@ optima of the cost model (A.1), checked against brute force over every placement
 every topological order, and its model evaluates any fixed solution as ``simulate``."""
 
 import itertools
+import os
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -218,3 +221,15 @@ def test_warm_start_from_another_placer_is_never_worse():
     assert warm.cost <= brkga.cost
     with pytest.raises(InputError, match="not both"):
         place(graph, "cp-sat", warm_start="brkga", hint=(brkga.device_of, brkga.order))
+
+
+def test_ctrl_c_stops_the_search_as_an_interrupt():
+    """Not CP-SAT's own SIGINT handling, which would return its best placement so far."""
+    graph = generate_placement(36, seed=3)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            place(graph, "cp-sat", time_limit=60)
+    finally:
+        timer.cancel()

@@ -40,6 +40,7 @@ more CP-SAT only improves on its hint, or finds nothing in the time limit.
 
 import math
 import reprlib
+import threading
 from fractions import Fraction
 from itertools import pairwise
 from time import perf_counter
@@ -407,6 +408,34 @@ def _default_hint(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
     return np.full(graph.num_nodes, fastest), graph.topological_order
 
 
+def _solve_interruptibly(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
+    """``solver.solve(model)`` in a worker thread, so that Ctrl-C reaches this (main)
+    thread at once: it stops the search and is raised as ``KeyboardInterrupt``, as
+    everywhere in dagopt (CP-SAT's own SIGINT handling would end the search as if the
+    time limit were reached and report its best placement as the answer)."""
+    solver.parameters.catch_sigint_signal = False
+    outcome: list = []
+
+    def solve() -> None:
+        try:
+            outcome.append(solver.solve(model))
+        except BaseException as exc:  # raised again in this thread below
+            outcome.append(exc)
+
+    worker = threading.Thread(target=solve, daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        solver.stop_search()
+        worker.join()
+        raise
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return outcome[0]
+
+
 def _neg(lit):
     return (not lit) if isinstance(lit, bool) else ~lit
 
@@ -483,7 +512,7 @@ def cp_sat(
     solver.parameters.num_workers = int(num_workers)
     solver.parameters.random_seed = 0 if seed is None else int(seed) % 2**31
     solver.parameters.cp_model_presolve = builder.horizon <= PRESOLVE_HORIZON
-    status = solver.solve(builder.model)
+    status = _solve_interruptibly(solver, builder.model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         raise SolverError(
             f"cp-sat found no placement of {problem.graph.name!r} "
