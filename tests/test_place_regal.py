@@ -188,6 +188,30 @@ def test_grid_search_and_tuned_placer(tmp_path):
         read_tuned(write_tuned(tmp_path / "u.json", "peak-memory", best, {}), "runtime")
 
 
+def test_an_interrupted_grid_search_resumes_from_its_checkpoint(tmp_path):
+    graphs = [generate_placement(30, seed=s) for s in range(2)]
+    grid = {"population": (20, 40), "elite_bias": (0.6, 0.8)}
+    straight = grid_search(graphs, "runtime", evaluations=120, grid=grid)
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(done, total):
+        if done == 2:
+            raise Stop
+
+    partial = tmp_path / "t.json.partial.json"
+    with pytest.raises(Stop):
+        grid_search(graphs, "runtime", evaluations=120, grid=grid, checkpoint=partial,
+                    progress=stop_after_two)  # fmt: skip
+    assert len(json.loads(partial.read_text())["ratios"]) == 2
+    assert grid_search(graphs, "runtime", evaluations=120, grid=grid, checkpoint=partial) == (
+        straight
+    )
+    with pytest.raises(InputError, match="holds another grid search"):
+        grid_search(graphs, "peak-memory", evaluations=120, grid=grid, checkpoint=partial)
+
+
 def test_imitation_warm_start_then_reinforce_resumes(tmp_path):
     """Epoch 0 imitates BRKGA's solutions (no baseline loss), epoch 1 is REINFORCE; the
     imitated keys are orders of solutions better than or equal to H(G, U) on average,

@@ -160,7 +160,9 @@ def brkga(
 ) -> None:
     """Tune BRKGA's hyper-parameters by grid search on training graphs (003 section 3.2).
 
-    `dagopt place --method brkga-tuned --set params=OUT` uses the result."""
+    `dagopt place --method brkga-tuned --set params=OUT` uses the result. Each setting's
+    result is kept in OUT.partial.json until the search ends: an interrupted search
+    run again with the same options resumes there."""
     import time
 
     from dagopt.generate.placement import generate_placement
@@ -172,10 +174,12 @@ def brkga(
     training = [generate_placement(seed=s) for s in range(graphs)]
     with progress_bar() as bar:
         task = bar.add_task(f"grid search ({objective})", total=None)
+        partial = out.with_name(out.name + ".partial.json")
         best, table = grid_search(
             training,
             objective,
             progress=lambda done, total: bar.update(task, completed=done, total=total),
+            checkpoint=partial,
         )
     ranked = sorted(table, key=lambda row: row[1])
     meta = {
@@ -185,6 +189,7 @@ def brkga(
         "seconds": round(time.perf_counter() - began, 1),
     }
     path = write_tuned(out, objective, best, meta)
+    partial.unlink(missing_ok=True)
     for params, ratio in ranked[:5]:
         console.print(f"{ratio:.4f}  {params}", markup=False)
     console.print(f"best for {objective}: {best}; wrote {path}", markup=False)

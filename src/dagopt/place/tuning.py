@@ -21,6 +21,7 @@ from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import read_json_file
+from dagopt.io.placements import graph_hash
 from dagopt.models import model_path
 from dagopt.objectives.devices import Devices
 from dagopt.place.base import PlacementProblem, PlacerResult, cost_ratio, register_placer
@@ -43,12 +44,26 @@ def grid_search(
     grid: dict[str, tuple] = GRID,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: Path | None = None,
 ) -> tuple[BrkgaParams, list[tuple[BrkgaParams, float]]]:
-    """The best ``BrkgaParams`` of ``grid`` on ``graphs``, and every setting's mean ratio."""
+    """The best ``BrkgaParams`` of ``grid`` on ``graphs``, and every setting's mean ratio.
+
+    With ``checkpoint`` (a JSON file), each setting's ratio is saved as soon as it is
+    known and a rerun of the same search (same graphs, objective, devices, budget and
+    seed) skips the settings already there; a file of another search is an
+    ``InputError``."""
     devices = devices or Devices()
     settings = [
         dict(zip(grid, values, strict=True)) for values in itertools.product(*grid.values())
     ]
+    search = {
+        "objective": objective,
+        "graphs": [graph_hash(g) for g in graphs],
+        "devices": repr(devices),
+        "evaluations": evaluations,
+        "seed": seed,
+    }
+    saved = _saved_ratios(checkpoint, search)
 
     def cost(graph: Graph, params: BrkgaParams) -> tuple[int, float]:
         problem = PlacementProblem(graph, devices, objective)
@@ -62,12 +77,30 @@ def grid_search(
             params = BrkgaParams(evaluations=evaluations, **setting)
         except InputError:  # e.g. elites + mutants fill the population
             continue
-        ratios = [cost_ratio(cost(g, params), r) for g, r in zip(graphs, references, strict=True)]
-        table.append((params, float(np.mean(ratios))))
+        key = json.dumps(setting, sort_keys=True)
+        if key not in saved:
+            pairs = zip(graphs, references, strict=True)
+            saved[key] = float(np.mean([cost_ratio(cost(g, params), r) for g, r in pairs]))
+            if checkpoint is not None:
+                write_text_atomic(checkpoint, json.dumps({"search": search, "ratios": saved}))
+        table.append((params, saved[key]))
         if progress is not None:
             progress(i + 1, len(settings))
     best = min(table, key=lambda row: row[1])[0]
     return best, table
+
+
+def _saved_ratios(checkpoint: Path | None, search: dict) -> dict[str, float]:
+    """The ratios ``checkpoint`` holds for ``search`` (none without a file)."""
+    if checkpoint is None or not checkpoint.exists():
+        return {}
+    document = read_json_file(checkpoint)
+    if not isinstance(document, dict) or document.get("search") != search:
+        raise InputError(
+            f"{checkpoint}: holds another grid search (other graphs, objective or budget); "
+            "delete it to start this one"
+        )
+    return dict(document["ratios"])
 
 
 def read_tuned_file(path: str | os.PathLike) -> dict:
