@@ -22,7 +22,7 @@ import numpy as np
 
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import add_reduced_training_arguments, run_script
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
 from dagopt.train.rundir import MODEL_FILE, STATE_FILE
@@ -42,13 +42,7 @@ PAPER_BEAM_GAP = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
-    parser.add_argument("--epochs", type=positive_int, default=20)
-    parser.add_argument("--graph-nodes", type=positive_int, default=100)
-    parser.add_argument("--epoch-graphs", type=positive_int, default=500)
-    parser.add_argument("--test-nodes", type=positive_int, nargs="+", default=[500, 1000])
-    parser.add_argument("--graphs", type=positive_int, default=5)
-    parser.add_argument("--beam-widths", type=positive_int, nargs="+", default=[100_000, 10_000])
+    add_reduced_training_arguments(parser, epochs=20, epoch_graphs=500)
     parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS)
     parser.add_argument("--run-root", default="runs/table3")
     args = parser.parse_args(argv)

@@ -31,7 +31,7 @@ import torch
 
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import add_reduced_training_arguments, positive_int, run_script
 from dagopt.nn.encoders import KINDS
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
@@ -79,13 +79,7 @@ def train(args, base: dict, name: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
-    parser.add_argument("--epochs", type=positive_int, default=4)
-    parser.add_argument("--graph-nodes", type=positive_int, default=100)
-    parser.add_argument("--epoch-graphs", type=positive_int, default=250)
-    parser.add_argument("--test-nodes", type=positive_int, nargs="+", default=[500, 1000])
-    parser.add_argument("--graphs", type=positive_int, default=5)
-    parser.add_argument("--beam-widths", type=positive_int, nargs="+", default=[100_000, 10_000])
+    add_reduced_training_arguments(parser, epochs=4, epoch_graphs=250)
     parser.add_argument("--decode-widths", type=positive_int, nargs="+", default=[16, 8])
     parser.add_argument("--gnn-kind", default="topoformer-dag", choices=KINDS)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))

@@ -65,6 +65,21 @@ def changed_options(given: dict[str, Any], recorded: Any) -> str:
     return f"{', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'}"
 
 
+def add_reduced_training_arguments(
+    parser: argparse.ArgumentParser, *, epochs: int, epoch_graphs: int
+) -> None:
+    """The arguments of the paper 000 ablations that train Topoformers at a reduced
+    budget (``table3.py``, ``table4.py``): the base config, the budget, and the held-out
+    test sizes with their reference beam widths."""
+    parser.add_argument("--base-config", default="checkpoints/topoformer-ordering/config.json")
+    parser.add_argument("--epochs", type=positive_int, default=epochs)
+    parser.add_argument("--graph-nodes", type=positive_int, default=100)
+    parser.add_argument("--epoch-graphs", type=positive_int, default=epoch_graphs)
+    parser.add_argument("--test-nodes", type=positive_int, nargs="+", default=[500, 1000])
+    parser.add_argument("--graphs", type=positive_int, default=5)
+    parser.add_argument("--beam-widths", type=positive_int, nargs="+", default=[100_000, 10_000])
+
+
 def claim_results(out: Path, options: dict[str, Any], *, fresh: bool = False) -> bool:
     """Whether the results already in ``out`` (a CSV a script resumes from) may be
     reused: they were made with the same ``options`` (the arguments that change a
