@@ -437,6 +437,8 @@ ROWS = [
     Row("train-tgraph-no-splits", f"{NEW_TGRAPH_RUN} --set splits=[]", "splits is empty"),
     Row("train-tgraph-a-split-twice", [*shlex.split(NEW_TGRAPH_RUN), "--set",
         'splits=["train", "train"]'], "splits names a split twice"),
+    Row("train-tgraph-without-collection", "train tgraph --data d --run-dir run",
+        "--collection is required for a new run"),
     Row("train-tgraph-without-data", "train tgraph --collection layout:xla:random --run-dir run",
         "--data is required for a new run"),
     Row("train-tgraph-layout-file-in-tile-collection",

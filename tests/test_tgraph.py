@@ -662,6 +662,20 @@ def test_cli_trains_then_ranks(collection, tmp_path):
     assert [int(line.split()[1]) for line in lines[2:5]] == ranking[:3].tolist()
 
 
+def test_cli_resume_takes_the_run_s_own_values_and_names_a_changed_one(collection, tmp_path):
+    run = tmp_path / "run"
+    first = dagopt(
+        "train", "tgraph", "--collection", "layout:xla:random", "--data", collection,
+        "--run-dir", run, "--set", "epochs=1", "--set", "folds=2", "--set", "train_folds=1",
+        "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
+    )  # fmt: skip
+    assert first.exit_code == 0, first.output
+    same = dagopt("train", "tgraph", "--run-dir", run, "--resume", "--set", "epochs=1")
+    assert same.exit_code == 0, same.output
+    other = dagopt("train", "tgraph", "--run-dir", run, "--resume", "--set", "epochs=2")
+    assert other.exit_code == 2 and "config.json (epochs differs)" in other.stderr
+
+
 def test_cli_warns_in_one_line_of_a_graph_left_out(collection, tmp_path):
     data = tmp_path / "data"
     shutil.copytree(collection, data)

@@ -150,3 +150,14 @@ def read_config(path: str | os.PathLike, config_type: type[ConfigT]) -> ConfigT:
         return config_type.from_dict(data)
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
+
+
+def changed_options(given: dict[str, Any], recorded: Any) -> str:
+    """The keys whose values differ between ``given`` and ``recorded`` options, as
+    "a, b differ" ("" when none does; anything but an object differs entirely)."""
+    if not isinstance(recorded, dict):
+        return "everything differs"
+    changed = sorted(k for k in given.keys() | recorded.keys() if given.get(k) != recorded.get(k))
+    if not changed:
+        return ""
+    return f"{', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'}"

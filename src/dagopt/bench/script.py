@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from dagopt.configs import changed_options
 from dagopt.errors import DagoptError, InputError, is_interrupt
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import read_json_file
@@ -52,17 +53,6 @@ def pattern(text: str) -> re.Pattern:
         return re.compile(text)
     except re.error as exc:
         raise argparse.ArgumentTypeError(f"not a regular expression: {exc}") from None
-
-
-def changed_options(given: dict[str, Any], recorded: Any) -> str:
-    """The keys whose values differ between ``given`` and ``recorded`` options, as
-    "a, b differ" ("" when none does; anything but an object differs entirely)."""
-    if not isinstance(recorded, dict):
-        return "everything differs"
-    changed = sorted(k for k in given.keys() | recorded.keys() if given.get(k) != recorded.get(k))
-    if not changed:
-        return ""
-    return f"{', '.join(changed)} {'differs' if len(changed) == 1 else 'differ'}"
 
 
 def add_reduced_training_arguments(

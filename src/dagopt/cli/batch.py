@@ -20,8 +20,8 @@ from typing import Annotated, Any
 
 import typer
 
-from dagopt.bench.script import changed_options
 from dagopt.cli.output import check_output, console, err_console, progress_bar, progress_on_terminal
+from dagopt.configs import changed_options
 from dagopt.errors import DagoptError, InputError, SolverError
 from dagopt.executor import Executor, Outcome, error_line
 from dagopt.graph import Graph

@@ -9,6 +9,7 @@ import typer
 from dagopt.cli.batch import JobsOpt, RayOpt
 from dagopt.cli.output import check_output, console, progress_bar
 from dagopt.cli.settings import merge_option, parse_settings
+from dagopt.errors import InputError
 
 train_app = typer.Typer(help="Train the learned models (resumable).", no_args_is_help=True)
 
@@ -56,13 +57,20 @@ def _training_config(
     config: Path | None,
     overrides: dict[str, Any],
     resume: bool,
+    run_dir: Path,
     adjust: Callable[[dict[str, Any]], dict[str, Any]] = lambda merged: merged,
 ) -> Any:
-    """The run's config: ``--config`` (else the defaults) with ``overrides`` on top,
-    ``adjust``-ed; None when resuming with neither (the run's own config is used)."""
+    """The run's config: ``--config`` (else, resuming, the run's own ``config.json``;
+    else the defaults) with ``overrides`` on top, ``adjust``-ed; None when resuming with
+    neither (the run's own config is used). A resumed run refuses a config that differs
+    from its own (``rundir.open_run``), so ``--resume --set K=V`` passes only where V is
+    the run's value."""
     from dagopt.configs import read_config
+    from dagopt.train.rundir import CONFIG_FILE
 
     cfg = read_config(config, cls) if config is not None else None
+    if cfg is None and resume and overrides and (run_dir / CONFIG_FILE).is_file():
+        cfg = read_config(run_dir / CONFIG_FILE, cls)
     if overrides or (cfg is None and not resume):
         cfg = cls.from_dict(adjust({**(cfg or cls()).to_dict(), **overrides}))
     return cfg
@@ -88,7 +96,7 @@ def ordering(
     _set_threads(threads)
     from dagopt.train.ordering import EpochMetrics, OrderingTrainConfig, train_ordering
 
-    cfg = _training_config(OrderingTrainConfig, config, {}, resume)
+    cfg = _training_config(OrderingTrainConfig, config, {}, resume, run_dir)
 
     def describe(m: EpochMetrics) -> str:
         mark = " (baseline updated)" if m.baseline_updated else ""
@@ -131,7 +139,7 @@ def placement(
 
     overrides = parse_settings(settings or [])
     merge_option(overrides, "objective", "--objective", objective)
-    cfg = _training_config(RegalTrainConfig, config, overrides, resume)
+    cfg = _training_config(RegalTrainConfig, config, overrides, resume, run_dir)
 
     def describe(m: RegalEpoch) -> str:
         mark = " (saved model.pt)" if m.improved else ""
@@ -218,10 +226,10 @@ def tgraph(
     from dagopt.train.tgraph import TGraphEpoch, TGraphTrainConfig, train_tgraph
 
     overrides = parse_settings(settings or [])
-    if collection is not None:
-        overrides["collection"] = collection
-    if data is not None:
-        overrides["data"] = str(data)
+    merge_option(overrides, "collection", "--collection", collection)
+    merge_option(overrides, "data", "--data", None if data is None else str(data))
+    if not resume and config is None and "collection" not in overrides:
+        raise InputError("--collection is required for a new run (e.g. layout:xla:random)")
 
     def model_follows_collection(merged: dict[str, Any]) -> dict[str, Any]:
         """The model's kind follows --collection unless --set model=... names one."""
@@ -231,7 +239,9 @@ def tgraph(
             return {**merged, "model": {**model, "kind": collection.split(":")[0]}}
         return merged
 
-    cfg = _training_config(TGraphTrainConfig, config, overrides, resume, model_follows_collection)
+    cfg = _training_config(
+        TGraphTrainConfig, config, overrides, resume, run_dir, model_follows_collection
+    )
 
     def describe(m: TGraphEpoch) -> str:
         return (

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from dagopt.configs import Config, read_config
+from dagopt.configs import Config, changed_options, read_config
 from dagopt.errors import InputError
 from dagopt.io.atomic import write_bytes_atomic, write_text_atomic, write_torch_atomic
 from dagopt.io.csvrows import rows_from_csv, rows_to_csv
@@ -51,10 +51,11 @@ def open_run(
             )
         saved = read_config(run_dir / CONFIG_FILE, config_type)
         if config is not None and config != saved:
+            changed = changed_options(_flat(config.to_dict()), _flat(saved.to_dict()))
             raise InputError(
                 f"{run_dir}: the options given (--config, --set, ...) differ from the run's "
-                "config.json; a resumed run keeps its config (resume with the options it "
-                "started with, or start another --run-dir)"
+                f"config.json ({changed}); a resumed run keeps its config (resume with the "
+                "options it started with, or start another --run-dir)"
             )
         return saved
     if state_path.exists():
@@ -77,6 +78,17 @@ def _config_hash(run_dir: Path) -> str:
         if (folder / CONFIG_FILE).is_file():
             return hashlib.sha256((folder / CONFIG_FILE).read_bytes()).hexdigest()
     return ""
+
+
+def _flat(options: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested options as ``{"model.hidden": 16, ...}``, so that a difference names its leaf."""
+    flat: dict[str, Any] = {}
+    for key, value in options.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def load_state(run_dir: Path) -> dict[str, Any]:
