@@ -33,6 +33,7 @@ import torch
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.script import pattern, positive_int, run_script
+from dagopt.errors import InputError
 from dagopt.io.tpugraphs import COLLECTIONS
 from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import load_graphs
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("llrrrr"))
     listings = []
     works = [*args.before, *args.after]
+    for work in works:
+        if not work.is_dir():
+            raise InputError(f"{work}: no such folder (a tgraph_table2.py --work folder)")
     for collection in args.collections:
         graphs = None
         folder = collection.replace(":", "-")
@@ -90,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
             cells = [collection, variant, str(len(graphs)), f"{before.mean():.4f}"]
             print(markdown_row([*cells, f"{after.mean():.4f}", gain]), flush=True)
             listings.append((collection, variant, runs, graphs, scores))
+    if not listings:
+        raise InputError(
+            "no collection and variant has a model in every folder: --before and --after "
+            "take tgraph_table2.py --work folders (WORK/<collection>/<variant>/model.pt)"
+        )
     for collection, variant, works, graphs, scores in listings if args.per_graph else []:
         print(f"\n{collection} {variant}, per graph:\n")
         print(markdown_row(["graph", *(str(w) for w in works)]))
@@ -104,8 +113,7 @@ def _selected(graphs: list, pattern: re.Pattern | None) -> list:
     """``graphs`` whose name ``pattern`` finds (all of them without one); none is an error."""
     chosen = [g for g in graphs if pattern is None or pattern.search(g.name)]
     if not chosen:
-        print(f"error: no graph name matches {pattern.pattern!r}", file=sys.stderr)
-        raise SystemExit(2)
+        raise InputError(f"no graph name matches {pattern.pattern!r}")
     return chosen
 
 
