@@ -95,8 +95,12 @@ def configs(
         str, typer.Option("--collection", help="tile, layout-xla (zoo CNNs) or layout-nlp.")
     ],
     variant: Annotated[
-        str, typer.Option(help="Layout configurations: random (uniform) or default (GA).")
-    ] = "random",
+        str | None,
+        typer.Option(
+            help="Layout configurations: random (uniform, the default) or default (GA).",
+            show_default=False,
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="Dataset root (gets npz/...).")] = Path(
         "datasets/configs"
     ),
@@ -162,6 +166,9 @@ def configs(
     from dagopt.cli.output import progress_on_terminal
     from dagopt.rank.configs.build import BuildOptions, build_collection, collection_name
 
+    if collection == "tile" and variant is not None:
+        raise InputError("--variant applies to the layout collections, not to tile")
+    variant = variant or "random"
     if extra and extra_wave not in (None, 1):
         raise InputError(f"--extra is wave 1: it cannot go with --extra-wave {extra_wave}")
     wave = extra_wave or int(extra)
