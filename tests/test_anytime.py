@@ -1,7 +1,4 @@
 import itertools
-import os
-import signal
-import threading
 
 import numpy as np
 import pytest
@@ -16,6 +13,7 @@ from dagopt.schedule import anytime_kernels as kernels
 from dagopt.schedule import solve
 from dagopt.schedule.anytime import Search
 from dags import dags, reference_peak, sparse_dag
+from interrupts import ctrl_c_after
 
 
 def _random_topological_order(graph: Graph, rng: np.random.Generator) -> np.ndarray:
@@ -226,10 +224,5 @@ def test_ctrl_c_in_a_kernel_is_a_keyboard_interrupt():
     a SystemError; the solver gives the Ctrl-C back (the CLI then exits 130)."""
     graph = generate_layered(200, seed=0)
     solve(graph, "anytime", seed=0, time_limit=0.2)  # compiled: the search is in kernels
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            solve(graph, "anytime", seed=0, time_limit=30)
-    finally:
-        timer.cancel()
+    with ctrl_c_after(1.0), pytest.raises(KeyboardInterrupt):
+        solve(graph, "anytime", seed=0, time_limit=30)

@@ -3,9 +3,6 @@ optima of the cost model (A.1), checked against brute force over every placement
 every topological order, and its model evaluates any fixed solution as ``simulate``."""
 
 import itertools
-import os
-import signal
-import threading
 
 import numpy as np
 import pytest
@@ -20,6 +17,7 @@ from dagopt.objectives.placement_bounds import meets_bound, placement_lower_boun
 from dagopt.place import PlacementProblem, place
 from dagopt.place.base import best_index
 from dagopt.place.cpsat import _Builder
+from interrupts import ctrl_c_after
 
 
 def small_graph(seed: int, n: int, density: float) -> Graph:
@@ -154,6 +152,7 @@ def test_model_evaluates_any_fixed_solution_like_the_simulator(seed):
         builder.model.add(builder.pos[v] == i)
     builder.model.minimize(sum(builder.peak))
     solver = cp_model.CpSolver()
+    solver.parameters.catch_sigint_signal = False  # CP-SAT's handler would outlive the solve
     assert solver.solve(builder.model) == cp_model.OPTIMAL
     expected = simulate(graph, devices, device_of, order)
     start = [solver.value(s) * builder.time_unit for s in builder.start]
@@ -226,10 +225,5 @@ def test_warm_start_from_another_placer_is_never_worse():
 def test_ctrl_c_stops_the_search_as_an_interrupt():
     """Not CP-SAT's own SIGINT handling, which would return its best placement so far."""
     graph = generate_placement(36, seed=3)
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            place(graph, "cp-sat", time_limit=60)
-    finally:
-        timer.cancel()
+    with ctrl_c_after(1.0), pytest.raises(KeyboardInterrupt):
+        place(graph, "cp-sat", time_limit=60)
