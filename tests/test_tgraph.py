@@ -568,6 +568,18 @@ def test_bad_training_options_are_one_line_errors(changes, message):
         tiny_run(**changes)
 
 
+def test_a_damaged_run_marker_is_refused_on_resume(tmp_path):
+    graphs = [graph_for("layout", seed=s) for s in range(6)]
+    train_tgraph(tmp_path, tiny_run(epochs=1), graphs=graphs)
+    marker = tmp_path / "state.pt"
+    marker.write_bytes(marker.read_bytes()[:100])
+    with pytest.raises(InputError, match="cannot resume from it"):
+        train_tgraph(tmp_path, None, resume=True, graphs=graphs)
+    torch.save({"epoch": -1, "folds": 7}, marker)
+    with pytest.raises(InputError, match="not the marker of this run"):
+        train_tgraph(tmp_path, None, resume=True, graphs=graphs)
+
+
 def test_a_hopeless_run_fails_before_its_run_directory_exists(tmp_path):
     """Folds left without validation graphs, graphs with nothing to rank (one
     configuration, or one runtime for all) and nothing else: errors before any fold

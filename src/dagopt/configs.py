@@ -28,6 +28,8 @@ class Config:
     @classmethod
     def from_dict(cls, data: Any, *, what: str = "option") -> Self:
         """Build the config from ``data`` (missing keys take the defaults)."""
+        if isinstance(data, str) and data.lstrip().startswith("{"):  # --set K={... unclosed
+            raise InputError(f"{what}s are not valid JSON: {reprlib.repr(data)}")
         if not isinstance(data, dict):
             raise InputError(f"{what}s must be a JSON object, got {type(data).__name__}")
         reject_unknown_keys(data, cls, what)

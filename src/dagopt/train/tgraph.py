@@ -570,6 +570,8 @@ def train_tgraph(
         sets = fold_sets(config, *loaded)
     config = rundir.open_run(run_dir, config, resume=resume, config_type=TGraphTrainConfig)
     if resume:
+        if rundir.load_state(run_dir).get("folds") != config.folds:  # the run's marker
+            raise InputError(f"{run_dir / rundir.STATE_FILE}: not the marker of this run")
         loaded = training_graphs(config, graphs)
         sets = fold_sets(config, *loaded)
     else:  # marks the run: a new run here is refused, --resume accepted
