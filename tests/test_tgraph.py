@@ -714,6 +714,10 @@ def test_cli_errors_are_one_line(collection, tmp_path):
     save_model(tile_model, model_for(CONFIGS["tgraph-tile"], [graph]), {})
     layout = model_for(CONFIGS["tgraph-layout"], [graph_for("layout")])
     save_model(layout_model, layout, {"collection": "layout:xla:random"})
+    unlabelled_model = save_model(tmp_path / "unlabelled.pt", layout, {})
+    inferred = dagopt("rank", test, "--model", layout_model, "--out", tmp_path / "i.csv")
+    assert inferred.exit_code == 0, inferred.output  # the model's collection
+    assert "layout:xla:random:synthetic-test-000" in (tmp_path / "i.csv").read_text()
     (tmp_path / "x.npz").write_text("nope")
     cases = [
         (["rank", test], "a layout graph: pass --collection"),
@@ -722,8 +726,8 @@ def test_cli_errors_are_one_line(collection, tmp_path):
         (["rank", test, "--model", tile_model], "a layout graph, but the model ranks tile"),
         (["rank", tmp_path / "x.npz", "--model", tile_model], "not an npz archive"),
         (
-            ["rank", test, "--model", layout_model, "--out", tmp_path / "o.csv"],
-            "needs --collection",
+            ["rank", test, "--model", unlabelled_model, "--out", tmp_path / "o.csv"],
+            "needs --collection (the model records none)",
         ),
         (
             ["rank", test, "--model", layout_model, "--collection", "layout:nlp:random"],

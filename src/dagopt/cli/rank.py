@@ -25,7 +25,11 @@ def rank(
     top: Annotated[int, typer.Option(min=1, help="How many configurations to print.")] = 5,
     out: Annotated[
         Path | None,
-        typer.Option("--out", "-o", help="Write the submission CSV (needs --collection)."),
+        typer.Option(
+            "--out",
+            "-o",
+            help="Write the submission CSV (needs a collection: --collection, or the model's).",
+        ),
     ] = None,
     collection: Annotated[
         str | None,
@@ -53,7 +57,9 @@ def rank(
     check_output(out, graph, *([] if model is None else [model]))
     ranking = open_ranking(graph, model=model, collection=collection)
     if out is not None and ranking.collection is None:
-        raise InputError("--out writes a submission CSV and needs --collection")
+        raise InputError(
+            "--out writes a submission CSV and needs --collection (the model records none)"
+        )
     scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
     order = top_configs(scores)
     console.print(f"{ranking.graph.name}: {order.size} configurations, predicted fastest first")

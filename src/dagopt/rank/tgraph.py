@@ -346,7 +346,8 @@ def open_ranking(
     inference. ``model``: a model file; without one, the model shipped for
     ``collection`` (a tile file's is ``tile:xla``; a layout file needs the collection,
     since the file does not say which search made its configurations). A model that
-    records its collection must be of ``collection``."""
+    records its collection must be of ``collection``; without ``collection``, a model
+    that records one collection of the file's kind gives it."""
     if collection is not None:
         check_collection(collection)
     record = read_tpugraphs(path)
@@ -370,6 +371,8 @@ def open_ranking(
         raise InputError(
             f"{model} is a model of {', '.join(sorted(recorded))}, not of collection {collection}"
         )
+    if collection is None and len(recorded) == 1 and next(iter(recorded)).startswith(kind):
+        (collection,) = recorded
     return RankInput(record, graph, ranker, collection)
 
 
