@@ -122,6 +122,9 @@ def test_a_profile_round_trips_and_predicts_with_its_own_times(tmp_path):
     one_whole = Profile(**{**profile.__dict__, "whole": (1e-3,)})
     with pytest.raises(InputError, match="one positive latency per device"):
         Profile.read(one_whole.write(tmp_path / "one.json"))
+    cut = Profile(**{**profile.__dict__, "seconds": profile.seconds[:-3]})
+    with pytest.raises(InputError, match="30 op names but 27 rows of times"):
+        Profile.read(cut.write(tmp_path / "cut.json"))
 
 
 def test_a_profile_with_whole_graph_latencies_calibrates_each_device_to_them(tmp_path):

@@ -325,7 +325,7 @@ def place_command(
     if env is None and missing and str(missing[0]) in zoo_model_names():
         raise InputError(
             f"{missing[0]} is a zoo model, not a graph file: place it on real devices with "
-            f"--env, or export its graph first (dagopt zoo export {missing[0]})"
+            f"--env, or export its graph first (dagopt zoo export {missing[0]} --mode inference)"
         )
     spec = get_placer(method)
     names = _device_list(devices)

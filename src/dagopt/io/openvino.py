@@ -96,6 +96,8 @@ def convert_openvino(source: Any, **options: Any) -> Any:
     try:
         return ov.convert_model(source, **options)
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
+        if "KeyboardInterrupt" in str(exc):  # Ctrl-C, passed through OpenVINO's C++ as text
+            raise KeyboardInterrupt from None
         raise InputError(f"OpenVINO cannot convert {source!r:.80}: {_reason(exc)}") from None
 
 

@@ -221,8 +221,16 @@ class Profile:
             raise InputError(f"cannot read the latency profile {path}: no field {exc}") from None
         except (OSError, ValueError, TypeError) as exc:
             raise InputError(f"cannot read the latency profile {path}: {exc}") from None
+        if len(profile.seconds) != len(profile.names):
+            raise InputError(
+                f"profile {path}: {len(profile.names)} op names but "
+                f"{len(profile.seconds)} rows of times"
+            )
         if any(len(row) != len(profile.devices) for row in profile.seconds):
-            raise InputError(f"profile {path}: every op needs one time per device")
+            raise InputError(
+                f"profile {path}: every op needs one time per device "
+                f"({len(profile.devices)}: {', '.join(profile.devices)})"
+            )
         if profile.whole and (
             len(profile.whole) != len(profile.devices) or min(profile.whole) <= 0
         ):
