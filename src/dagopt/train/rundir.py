@@ -72,11 +72,14 @@ CONFIG_HASH = "config_sha256"
 
 
 def _config_hash(run_dir: Path) -> str:
-    """A SHA-256 of the ``config.json`` that governs ``run_dir`` (its own, or its
-    parent's), "" when there is none."""
-    for folder in (run_dir, run_dir.parent):
-        if (folder / CONFIG_FILE).is_file():
-            return hashlib.sha256((folder / CONFIG_FILE).read_bytes()).hexdigest()
+    """A SHA-256 of the ``config.json`` that governs ``run_dir``: its own, or its
+    parent's with ``run_dir``'s name (a TGraph fold: one fold's state is not another's);
+    "" when there is none."""
+    if (run_dir / CONFIG_FILE).is_file():
+        return hashlib.sha256((run_dir / CONFIG_FILE).read_bytes()).hexdigest()
+    if (run_dir.parent / CONFIG_FILE).is_file():
+        text = (run_dir.parent / CONFIG_FILE).read_bytes() + run_dir.name.encode()
+        return hashlib.sha256(text).hexdigest()
     return ""
 
 
@@ -104,7 +107,9 @@ def load_state(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{path}: not a dagopt training state")
     recorded = state.pop(CONFIG_HASH, None)  # absent in states written before it existed
     if recorded is not None and recorded != _config_hash(run_dir):
-        raise InputError(f"{path}: made by another run (under another {CONFIG_FILE})")
+        raise InputError(
+            f"{path}: made by another run (under another {CONFIG_FILE}) or another fold"
+        )
     return state
 
 
