@@ -25,9 +25,10 @@ import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.script import non_negative_int, positive_int, run_script
-from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
+from dagopt.errors import InputError
+from dagopt.io.tpugraphs import COLLECTIONS
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.rank.tgraph import evaluate, load_ranker, prepare
+from dagopt.rank.tgraph import evaluate, load_ranker
 from dagopt.train.tgraph import TGraphTrainConfig, fold_of, load_graphs, train_tgraph
 
 HELD_OUT_FOLD = 0
@@ -52,13 +53,12 @@ def main(argv: list[str] | None = None) -> int:
     valid = load_graphs(args.data, args.collection, ["valid"], deduplicate=False)
     fold = fold_of(training, FOLDS, 0)
     pool = np.flatnonzero(fold != HELD_OUT_FOLD)
-    paths = collection_files(args.data, args.collection, "train")  # load_graphs' order
-    held_out = [  # scored as inference sees them: every configuration, none de-duplicated
-        prepare(read_tpugraphs(paths[i])) for i in np.flatnonzero(fold == HELD_OUT_FOLD)
-    ]
+    # the held-out fold scored as inference sees it: every configuration, none de-duplicated
+    as_given = load_graphs(args.data, args.collection, ["train"], deduplicate=False)
+    by_name = {graph.name: graph for graph in as_given}
+    held_out = [by_name[training[i].name] for i in np.flatnonzero(fold == HELD_OUT_FOLD)]
     if max(args.sizes) > pool.size or min(args.sizes) < FOLDS:
-        print(f"--sizes must lie in {FOLDS}..{pool.size} programs", file=sys.stderr)
-        return 2
+        raise InputError(f"--sizes must lie in {FOLDS}..{pool.size} programs")
     print(
         f"{args.collection}: {len(held_out)} held-out programs of the training architectures,"
         f" {len(valid)} valid programs; {pool.size} programs to draw from",

@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=positive_int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    for fraction in args.budgets:  # before any table is printed
+        tuning_budget(1, fraction)
     torch.set_num_threads(args.threads)
     model = load_ranker(trained_model(args))
     tuners = {

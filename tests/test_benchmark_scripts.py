@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dagopt.errors import InputError
+
 SCRIPTS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
 
 
@@ -56,7 +58,8 @@ def test_learning_curve_runs_resumes_and_refuses_bad_sizes(tmp_path, capsys):
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["n10_s0", "n5_s0"]
     assert script.main(argv) == 0  # resumed: the same table from the finished runs
     assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")] == rows
-    assert script.main([*common, "--sizes", "13"]) == 2  # fold 0 holds 3 of 15: 12 left
+    with pytest.raises(InputError, match=r"--sizes must lie in 5\.\.12"):  # fold 0 holds 3 of 15
+        script.main([*common, "--sizes", "13"])
 
 
 def test_heldout_programs_rebuild_each_runs_k_fold_split(tmp_path, capsys):
