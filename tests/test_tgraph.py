@@ -655,13 +655,18 @@ def dagopt(*args):
     return runner.invoke(app, [str(a) for a in args])
 
 
-def test_cli_trains_then_ranks(collection, tmp_path):
-    run = tmp_path / "run"
-    result = dagopt(
-        "train", "tgraph", "--collection", "layout:xla:random", "--data", collection,
+def train_tiny(data, run):
+    """``dagopt train tgraph`` of layout:xla:random in ``data``: one epoch of one fold."""
+    return dagopt(
+        "train", "tgraph", "--collection", "layout:xla:random", "--data", data,
         "--run-dir", run, "--set", "epochs=1", "--set", "folds=2", "--set", "train_folds=1",
         "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
     )  # fmt: skip
+
+
+def test_cli_trains_then_ranks(collection, tmp_path):
+    run = tmp_path / "run"
+    result = train_tiny(collection, run)
     assert result.exit_code == 0, result.output
     assert "fold 0 epoch 0" in result.stdout
     assert "(model.pt; per fold in fold-K/: model.pt, metrics.csv" in result.stdout
@@ -681,11 +686,7 @@ def test_cli_trains_then_ranks(collection, tmp_path):
 
 def test_cli_resume_takes_the_run_s_own_values_and_names_a_changed_one(collection, tmp_path):
     run = tmp_path / "run"
-    first = dagopt(
-        "train", "tgraph", "--collection", "layout:xla:random", "--data", collection,
-        "--run-dir", run, "--set", "epochs=1", "--set", "folds=2", "--set", "train_folds=1",
-        "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
-    )  # fmt: skip
+    first = train_tiny(collection, run)
     assert first.exit_code == 0, first.output
     same = dagopt("train", "tgraph", "--run-dir", run, "--resume", "--set", "epochs=1")
     assert same.exit_code == 0, same.output
@@ -700,11 +701,7 @@ def test_cli_warns_in_one_line_of_a_graph_left_out(collection, tmp_path):
     record = read_tpugraphs(train / "synthetic-train-000.npz")
     flat = np.full_like(record.config_runtime, 7)
     write_tpugraphs(dataclasses.replace(record, config_runtime=flat), train / "flat.npz")
-    result = dagopt(
-        "train", "tgraph", "--collection", "layout:xla:random", "--data", data,
-        "--run-dir", tmp_path / "run", "--set", "epochs=1", "--set", "folds=2",
-        "--set", "train_folds=1", "--set", "keep_folds=1", "--set", 'model={"hidden": 16}',
-    )  # fmt: skip
+    result = train_tiny(data, tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[0] == (
         "warning: layout:xla:random: left out 1 of 5 graphs with fewer than 2 "
