@@ -212,6 +212,8 @@ def test_brkga_prior_s_time_limit_covers_its_order_prior(monkeypatch):
     prior_solve = prior.solve
     monkeypatch.setattr(prior, "solve", solve)
     graph = generate_placement(80, seed=1)
-    assert place(graph, "brkga-prior", seed=0, time_limit=0).evaluations == 100
+    stopped = place(graph, "brkga-prior", seed=0, time_limit=0)
+    assert stopped.evaluations == 100 and stopped.info["stopped_by_time_limit"]
     assert limits[-1] == 0
-    assert place(graph, "brkga-prior", seed=0).evaluations == 5000
+    finished = place(graph, "brkga-prior", seed=0)
+    assert finished.evaluations == 5000 and not finished.info["stopped_by_time_limit"]

@@ -157,10 +157,13 @@ class PlaceJob:
 
 
 def _stopped(result) -> str:
-    """``"; the time limit stopped it after N episodes"`` when it did, else ``""``."""
+    """``"; the time limit stopped it after N episodes"`` (a learned placer) or ``"...
+    after N evaluations"`` (a search) when it did, else ``""``."""
     if not result.info.get("stopped_by_time_limit"):
         return ""
-    return f"; the time limit stopped it after {result.info['episodes']} episodes"
+    if "episodes" in result.info:
+        return f"; the time limit stopped it after {result.info['episodes']} episodes"
+    return f"; the time limit stopped it after {result.evaluations} evaluations"
 
 
 def _result_line(graph: Graph, result) -> str:

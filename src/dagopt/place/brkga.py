@@ -126,6 +126,7 @@ class SearchOutcome:
     evaluations: int
     generations: int
     best_by_evaluation: list[tuple[int, int, float]]
+    stopped_by_time_limit: bool = False
 
 
 def _check_distributions(problem: PlacementProblem, distributions: MutantDistributions) -> None:
@@ -212,6 +213,7 @@ def run_brkga(
         evaluations=used,
         generations=generations,
         best_by_evaluation=trace,
+        stopped_by_time_limit=used < budget and len(keys) > elites,  # the deadline ended it
     )
 
 
@@ -223,6 +225,7 @@ def outcome_result(outcome: SearchOutcome, **info) -> PlacerResult:
         info={
             "evaluations": outcome.evaluations,
             "generations": outcome.generations,
+            "stopped_by_time_limit": outcome.stopped_by_time_limit,
             "best_by_evaluation": outcome.best_by_evaluation,
             **info,
         },
