@@ -75,8 +75,9 @@ def test_simulated_latency_is_the_simulator_with_noise_on_top():
     assert samples.std() > 0 and noisy.latency(samples) == pytest.approx(samples[5:].mean())
     batch = noisy.costs(np.stack([device_of, 1 - device_of]), None, "runtime")
     assert batch[0].tolist() == [0, 0] and batch[1][0] != batch[1][1]
-    with pytest.raises(InputError, match="noise"):
-        SimulatedLatency(graph, devices, runtimes, noise=-1)
+    for noise in (-1, float("nan"), float("inf"), 1e6):  # 1e6: exp(noise z) overflows
+        with pytest.raises(InputError, match=r"noise .* must lie in 0\.\.10"):
+            SimulatedLatency(graph, devices, runtimes, noise=noise)
 
 
 def test_a_placement_over_memory_fails_is_counted_and_penalised():

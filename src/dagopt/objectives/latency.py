@@ -101,6 +101,11 @@ class LatencyModel(ABC):
         return None
 
 
+#: The largest ``noise`` a simulated latency takes: a sample's factor ``exp(noise z)``
+#: stays finite for any standard normal ``z`` a float holds.
+MAX_NOISE = 10.0
+
+
 class SimulatedLatency(LatencyModel):
     """Paper 003's simulator as a latency environment (module docstring).
 
@@ -122,8 +127,11 @@ class SimulatedLatency(LatencyModel):
         seed: int = 0,
     ) -> None:
         super().__init__(graph, devices, runs=runs, keep=keep)
-        if not (math.isfinite(noise) and noise >= 0):
-            raise InputError(f"noise must be finite and >= 0, got {noise}")
+        if not 0 <= noise <= MAX_NOISE:  # past it, exp(noise x z) overflows to inf
+            raise InputError(
+                f"noise (the standard deviation of the log of a sample's factor) must lie "
+                f"in 0..{MAX_NOISE:g}, got {noise}"
+            )
         self.simulator = SimulatedCostModel(graph, devices, runtimes)
         self.runtimes = self.simulator.runtimes
         self.noise, self.rng = noise, np.random.default_rng(seed)
