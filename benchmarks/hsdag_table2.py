@@ -37,7 +37,7 @@ from dagopt.bench.latency_envs import (
     latency_env,
     train_placers,
 )
-from dagopt.bench.script import run_script
+from dagopt.bench.script import positive_int, run_script
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
 #: Placeto, RNN-based (None: out of memory), HSDAG.
@@ -111,8 +111,12 @@ def acceptance(rows: dict[str, dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_env_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=20, help="interleaved re-measurements")
-    parser.add_argument("--random", type=int, default=200, help="random placements measured")
+    parser.add_argument(
+        "--rounds", type=positive_int, default=20, help="interleaved re-measurements"
+    )
+    parser.add_argument(
+        "--random", type=positive_int, default=200, help="random placements measured"
+    )
     parser.add_argument("--noise", type=float, default=0.05, help="simulated / profiled noise")
     parser.add_argument("--learned", nargs="*", default=["placeto", "rnn-placer"],
                         help="learned baselines trained with HSDAG's budget")  # fmt: skip
@@ -128,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
         "openvino": "MEASURED on OpenVINO HETERO",
     }
     print(f"{label[args.env]} on {','.join(args.devices)}; latencies in ms; noise "
-          f"{args.noise if args.env in ('simulated', 'profiled') else 'real'}")  # fmt: skip
+          f"{args.noise if args.env in ('simulated', 'profiled') else 'real'}; rows named as "
+          f"the paper's: CPU-only is {args.devices[0]} only, GPU-only "
+          f"{args.devices[-1]} only")  # fmt: skip
     for model in args.models:
         for seed in args.seeds:
             rows = run_model(model, args, seed)
