@@ -23,7 +23,11 @@ def test_simulated_env_places_a_graph_file_and_says_it_is_simulated(graph_file, 
                     "--seed", 0, "--out", out)  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "SIMULATED" in result.stdout and "7 evaluations, 0 failed" in result.stdout
-    assert set(json.loads(out.read_text())["devices"].values()) <= {0, 1}
+    document = json.loads(out.read_text())
+    assert set(document["devices"].values()) <= {0, 1}
+    assert document["environment"] == {
+        "env": "simulated", "devices": ["cpu", "cuda:0"], "latency": "SIMULATED"
+    }  # fmt: skip
 
 
 @pytest.mark.parametrize(

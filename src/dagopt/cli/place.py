@@ -350,7 +350,8 @@ def place_command(
             f"{result.evaluations} evaluations, {target.env.failures} failed{_stopped(result)}"
         )
         if out is not None:
-            line += f"; wrote {write_placement(out, target.graph, result)}"
+            environment = {"env": env, "devices": list(names), "latency": target.kind}
+            line += f"; wrote {write_placement(out, target.graph, result, environment)}"
         console.print(line, markup=False)
         return
     device_set = _devices(names, memory_gib, speeds, latency, bandwidth)

@@ -1,7 +1,9 @@
 """Placement files: ``{"graph", "graph_hash", "method", "objective", "devices": {node id:
 device}, "order": [node ids], "makespan", "peak_memory": [per device], "feasible",
 "seconds", "proved_optimal"}`` (``proved_optimal``: true, false, or null when nothing
-is claimed; ``peak_memory``: null under a cost model that does not observe memory).
+is claimed; ``peak_memory``: null under a cost model that does not observe memory), and
+from a latency environment (``dagopt place MODEL --env``) ``"environment": {"env",
+"devices": [names], "latency": SIMULATED, PREDICTED from a profile, or MEASURED}``.
 
 ``graph`` is the graph's name and ``graph_hash`` its structure (``graph_hash``: node ids
 and edges), so that ``read_placement`` refuses a placement made for another graph; a
@@ -85,8 +87,15 @@ def _check_graph(file: Path, data: dict, graph: Graph) -> None:
     )
 
 
-def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementRecord) -> Path:
-    """Write ``placement`` of ``graph`` (node-indexed arrays) as a placement file, atomically."""
+def write_placement(
+    path: str | os.PathLike,
+    graph: Graph,
+    placement: PlacementRecord,
+    environment: dict | None = None,
+) -> Path:
+    """Write ``placement`` of ``graph`` (node-indexed arrays) as a placement file,
+    atomically; ``environment`` (a latency environment's ``env``, device names and what
+    its ``makespan`` is: SIMULATED, PREDICTED or MEASURED) is kept beside it."""
     document = {
         "graph": graph.name,
         "graph_hash": graph_hash(graph),
@@ -102,6 +111,8 @@ def write_placement(path: str | os.PathLike, graph: Graph, placement: PlacementR
         "seconds": float(placement.seconds),
         "proved_optimal": placement.proved_optimal,
     }
+    if environment is not None:
+        document["environment"] = environment
     return write_text_atomic(path, json.dumps(document, indent=1))
 
 
