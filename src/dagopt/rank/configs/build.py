@@ -397,6 +397,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         split = split_of(kind, model, options)
         path = collection_dir(root, collection, split) / f"{name}.npz"
         if path.exists():
+            _check_protocol(path, figures.get(name), options)
             continue
         seed = options.seed + done + options.seed_offset
         count = options.configs or DEFAULT_CONFIGS[kind]
@@ -412,6 +413,16 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         written.append(write_tpugraphs(record, path, compressed=True))
     report(f"measuring {collection}", len(graphs), len(graphs))
     return written
+
+
+def _check_protocol(path: Path, recorded: dict | None, options: BuildOptions) -> None:
+    """An existing graph, skipped on a rerun, must have been timed with this run's
+    ``rounds`` (its sidecar entry says): one collection keeps one protocol."""
+    if recorded is not None and recorded.get("rounds", options.rounds) != options.rounds:
+        raise InputError(
+            f"{path} was timed with --rounds {recorded['rounds']}, not {options.rounds}: a "
+            "collection keeps one protocol (give its --rounds, or another --out)"
+        )
 
 
 def _measure(kind, variant, graph, name, count, options, seed):
