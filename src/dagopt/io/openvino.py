@@ -20,9 +20,11 @@ OpenVINO is the optional extra ``dagopt[openvino]``; it is imported on first use
 dynamic dimension, an unreadable file or a missing package is a one-line ``InputError``.
 """
 
+import logging
 import math
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -87,18 +89,27 @@ def convert_openvino(source: Any, **options: Any) -> Any:
     """``openvino.convert_model(source, **options)``: an ``openvino.Model`` from an ONNX
     file, a PyTorch module (with ``example_input=``) or what else OpenVINO converts.
     Given ``example_input`` (a tensor or a tuple of them) and no ``input``, the inputs
-    get the example's static shapes (OpenVINO would leave them dynamic)."""
+    get the example's static shapes (OpenVINO would leave them dynamic). The warnings
+    and log lines of the tracing inside (torch.jit's, transformers') are not shown: a
+    user can act on none of them."""
     ov = _openvino()
     example = options.get("example_input")
     if example is not None and "input" not in options:
         tensors = example if isinstance(example, tuple | list) else (example,)
         options["input"] = [ov.PartialShape(list(t.shape)) for t in tensors]
+    library_log = logging.getLogger("transformers")  # it logs while a model is traced
+    level = library_log.level
     try:
-        return ov.convert_model(source, **options)
+        library_log.setLevel(logging.ERROR)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ov.convert_model(source, **options)
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
         if "KeyboardInterrupt" in str(exc):  # Ctrl-C, passed through OpenVINO's C++ as text
             raise KeyboardInterrupt from None
         raise InputError(f"OpenVINO cannot convert {source!r:.80}: {_reason(exc)}") from None
+    finally:
+        library_log.setLevel(level)
 
 
 def _shape(output: Any, op: Any) -> list[int]:
