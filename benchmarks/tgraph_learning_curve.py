@@ -26,9 +26,9 @@ import torch
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.script import non_negative_int, positive_int, run_script
 from dagopt.errors import InputError
-from dagopt.io.tpugraphs import COLLECTIONS
+from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.rank.tgraph import evaluate, load_ranker
+from dagopt.rank.tgraph import evaluate, load_ranker, prepare
 from dagopt.train.tgraph import TGraphTrainConfig, fold_of, load_graphs, train_tgraph
 
 HELD_OUT_FOLD = 0
@@ -54,9 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     fold = fold_of(training, FOLDS, 0)
     pool = np.flatnonzero(fold != HELD_OUT_FOLD)
     # the held-out fold scored as inference sees it: every configuration, none de-duplicated
-    as_given = load_graphs(args.data, args.collection, ["train"], deduplicate=False)
-    by_name = {graph.name: graph for graph in as_given}
-    held_out = [by_name[training[i].name] for i in np.flatnonzero(fold == HELD_OUT_FOLD)]
+    path_of = {p.stem: p for p in collection_files(args.data, args.collection, "train")}
+    held_out = [
+        prepare(read_tpugraphs(path_of[training[i].name]))  # a record is named after its file
+        for i in np.flatnonzero(fold == HELD_OUT_FOLD)
+    ]
     if max(args.sizes) > pool.size or min(args.sizes) < FOLDS:
         raise InputError(f"--sizes must lie in {FOLDS}..{pool.size} programs")
     print(
