@@ -120,7 +120,8 @@ def zoo_inputs(model: str) -> tuple[Any, tuple]:
     return module, tuple(inputs)
 
 
-def _is_zoo(model: str) -> bool:
+def is_zoo_model(model: str) -> bool:
+    """Whether ``model`` names a zoo model (``dagopt zoo list``)."""
     from dagopt.zoo import model_names
 
     return model in model_names()
@@ -148,7 +149,7 @@ def _openvino_model(model: str) -> Any:
 
     if model.endswith(".xml"):
         return read_openvino_model(model)
-    if not _is_zoo(model):
+    if not is_zoo_model(model):
         raise InputError(f"{model!r} is neither a zoo model nor an OpenVINO .xml")
     import torch
 
@@ -160,7 +161,7 @@ def _openvino_model(model: str) -> Any:
 def _torch_graph(model: str, env: str):
     from dagopt.io.torch import graph_from_module
 
-    if not _is_zoo(model):
+    if not is_zoo_model(model):
         raise InputError(
             f"the {env} environment needs a zoo model (a PyTorch module), not {model!r}"
         )
@@ -215,13 +216,13 @@ def latency_env(
         raise InputError(f"unknown environment {env!r}; choose one of {', '.join(ENVS)}")
     if not devices:
         raise InputError("--devices needs at least one device, e.g. cpu,cuda:0")
-    if not Path(model).exists() and not _is_zoo(model):
+    if not Path(model).exists() and not is_zoo_model(model):
         raise InputError(f"no such file or zoo model: {model} (see `dagopt zoo list`)")
     if profile is not None and env != "profiled":
         raise InputError("--profile is for the profiled environment")
     if env == "simulated":
         kinds = [_simulated_kind(d) for d in devices]
-        if model.endswith(".xml") or _is_zoo(model):
+        if model.endswith(".xml") or is_zoo_model(model):
             from dagopt.io.openvino import graph_from_openvino
 
             graph = graph_from_openvino(_openvino_model(model), name=Path(model).stem)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from dagopt.bench.latency_envs import is_zoo_model
 from dagopt.cli.batch import JobsOpt, OutDirOpt, RayOpt, check_batch, run_graphs
 from dagopt.cli.output import (
     check_output,
@@ -322,10 +323,8 @@ def place_command(
     from dagopt.place.base import check_placer_options
 
     check_batch(graph_paths, out_dir, out, jobs, ray)
-    from dagopt.zoo import model_names as zoo_model_names
-
     missing = [p for p in graph_paths if not p.exists()]
-    if env is None and missing and str(missing[0]) in zoo_model_names():
+    if env is None and missing and is_zoo_model(str(missing[0])):
         raise InputError(
             f"{missing[0]} is a zoo model, not a graph file: place it on real devices with "
             f"--env, or export its graph first (dagopt zoo export {missing[0]} --mode inference)"
