@@ -113,9 +113,10 @@ def _edge_budgets(sizes: np.ndarray, rho_e: float) -> np.ndarray:
 
 
 def _adjacent_edges(
-    sizes: np.ndarray, offsets: np.ndarray, rho_e: float, rng: np.random.Generator
+    sizes: np.ndarray, offsets: np.ndarray, budget: np.ndarray, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. (13) and algorithm 2, for all adjacent layer pairs at once.
+    """Algorithm 2 for all adjacent layer pairs at once, ``budget`` their ``|E|`` (eq. 13,
+    ``_edge_budgets``).
 
     The larger layer ``l_s`` of a pair (``l_1`` on ties) shares the budget ``|E|``:
     the greedy "increment a least-loaded node, ties at random" of algorithm 2 gives
@@ -125,7 +126,6 @@ def _adjacent_edges(
     Edges point from the earlier layer to the later one.
     """
     n1, n2 = sizes[:-1], sizes[1:]
-    budget = _edge_budgets(sizes, rho_e)
     forward = n1 >= n2  # l_s is the earlier layer of the pair
     first = np.arange(n1.size)
     layer_s, layer_t = np.where(forward, first, first + 1), np.where(forward, first + 1, first)
@@ -215,7 +215,8 @@ def generate_layered(
         raise GraphError(f"a layered graph needs at least 1 node, got {n}")
     rng = np.random.default_rng(seed)
     sizes = _layer_sizes(n, params, rng)
-    adjacent = int(_edge_budgets(sizes, params.rho_e).sum())
+    budget = _edge_budgets(sizes, params.rho_e)
+    adjacent = int(budget.sum())
     edges = adjacent + _ceil(adjacent * params.rho_s / (1.0 - params.rho_s))
     check_fits(
         BYTES_PER_EDGE * edges + BYTES_PER_NODE * n,
@@ -223,7 +224,7 @@ def generate_layered(
         "generate fewer nodes",
     )
     offsets = np.cumsum(sizes) - sizes
-    adj_src, adj_dst = _adjacent_edges(sizes, offsets, params.rho_e, rng)
+    adj_src, adj_dst = _adjacent_edges(sizes, offsets, budget, rng)
     skip_src, skip_dst = _skip_edges(sizes, offsets, adj_src.size, params.rho_s, rng)
     layer = np.repeat(np.arange(sizes.size), sizes)
     output_cost = _positive_gmm(params, sizes.size, rng)
