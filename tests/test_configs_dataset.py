@@ -149,8 +149,10 @@ def test_a_second_run_skips_the_graphs_written(root):
     before = path.stat().st_mtime_ns
     assert build_collection(root, "layout-nlp", "random", TINY) == []
     assert path.stat().st_mtime_ns == before
-    with pytest.raises(InputError, match="was timed with --rounds 2, not 4"):
+    with pytest.raises(InputError, match="was measured with --rounds 2, not 4"):
         build_collection(root, "layout-nlp", "random", replace(TINY, rounds=4))
+    with pytest.raises(InputError, match="was measured with --configs 4, not 200"):
+        build_collection(root, "layout-nlp", "random", replace(TINY, configs=None))
 
 
 def test_extra_architectures_are_a_plan_of_their_own_in_train(root):

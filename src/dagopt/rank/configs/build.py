@@ -396,16 +396,17 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         name = _graph_name(model, graph)
         split = split_of(kind, model, options)
         path = collection_dir(root, collection, split) / f"{name}.npz"
+        count = options.configs or DEFAULT_CONFIGS[kind]
         if path.exists():
-            _check_protocol(path, figures.get(name), options)
+            _check_protocol(path, figures.get(name), options.rounds, count)
             continue
         seed = options.seed + done + options.seed_offset
-        count = options.configs or DEFAULT_CONFIGS[kind]
         record, measurement, extra = _measure(kind, variant, graph, name, count, options, seed)
         figures[name] = {
             "model": model,
             "split": split,
             "core": core,
+            "requested_configs": count,
             **measurement.summary(),
             **extra,
         }
@@ -415,14 +416,21 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
     return written
 
 
-def _check_protocol(path: Path, recorded: dict | None, options: BuildOptions) -> None:
-    """An existing graph, skipped on a rerun, must have been timed with this run's
-    ``rounds`` (its sidecar entry says): one collection keeps one protocol."""
-    if recorded is not None and recorded.get("rounds", options.rounds) != options.rounds:
-        raise InputError(
-            f"{path} was timed with --rounds {recorded['rounds']}, not {options.rounds}: a "
-            "collection keeps one protocol (give its --rounds, or another --out)"
-        )
+def _check_protocol(path: Path, recorded: dict | None, rounds: int, configs: int) -> None:
+    """An existing graph, skipped on a rerun, must have been measured with this run's
+    ``rounds`` and configurations per graph (its sidecar entry says; entries written
+    before ``requested_configs`` was recorded are checked on ``rounds`` only): one
+    collection keeps one protocol."""
+    recorded = recorded or {}
+    for option, key, value in (
+        ("--rounds", "rounds", rounds),
+        ("--configs", "requested_configs", configs),
+    ):
+        if recorded.get(key, value) != value:
+            raise InputError(
+                f"{path} was measured with {option} {recorded[key]}, not {value}: a "
+                f"collection keeps one protocol (give its {option}, or another --out)"
+            )
 
 
 def _measure(kind, variant, graph, name, count, options, seed):
