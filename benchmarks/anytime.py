@@ -37,8 +37,8 @@ from rich.console import Console
 from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
-from dagopt.bench.realgraphs import TRACED, change_percent
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.realgraphs import TRACED, change_percent, zoo_key_graph
+from dagopt.bench.script import non_negative_int, positive_int, run_script, zoo_graph_key
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -144,11 +144,18 @@ def zoo_table(runs: list[Run], labels: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
-    parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
+    parser.add_argument(
+        "--graphs",
+        type=non_negative_int,
+        default=5,
+        help="held-out layered graphs per size (0: the --zoo graphs only)",
+    )
     parser.add_argument("--limits", type=float, nargs="+", default=[1.0, 3.0, 10.0])
     parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp row's K")
     parser.add_argument("--reference-width", type=int, default=10_000, help="reference K")
-    parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
+    parser.add_argument(
+        "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
+    )
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
     parser.add_argument(
         "--split",
@@ -182,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         "(time.thread_time), not the wall clock; one search thread only",
     )
     args = parser.parse_args(argv)
+    if not args.graphs and not args.zoo:
+        parser.error("--graphs 0 without --zoo: nothing to run")
     if args.cpu_clock:
         if dict(args.option).get("threads", 1) != 1:
             parser.error("--cpu-clock measures one thread's CPU time: no threads option")
@@ -237,19 +246,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     keys = {key for _, key, _ in graphs}
     measured = layered + [r for r in done_refs if r.graph in keys]
-    print(
-        f"{args.graphs} {args.split} layered graphs per size; reference {reference.label} "
-        f"(cached in {reference_out}); every other run in {out}\n"
-    )
-    print(gap_table(summarize(measured, reference.label), [*labels, reference.label]))
+    if graphs:
+        print(
+            f"{args.graphs} {args.split} layered graphs per size; reference {reference.label} "
+            f"(cached in {reference_out}); every other run in {out}\n"
+        )
+        print(gap_table(summarize(measured, reference.label), [*labels, reference.label]))
 
     if args.zoo:
-        from dagopt.zoo import export_zoo
 
         def zoo_graphs():
             for key in args.zoo:
-                name, size, mode = key.split("/")
-                graph = export_zoo(name, size=size, mode=mode, cache_dir=args.zoo_cache).graph
+                graph = zoo_key_graph(key, args.zoo_cache)
                 yield graph.num_nodes, key, graph
 
         zoo_runs = [r for r in done_runs if r.graph in set(args.zoo)]

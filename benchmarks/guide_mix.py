@@ -21,20 +21,18 @@ import io
 import time
 from pathlib import Path
 
-from dagopt.bench.realgraphs import change_percent, solve_outputs_kept
-from dagopt.bench.script import claim_results, run_script
+from dagopt.bench.realgraphs import change_percent, solve_outputs_kept, zoo_key_graph
+from dagopt.bench.script import claim_results, run_script, zoo_graph_key
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives import peak_memory
 from dagopt.schedule.neural import guide_order
-from dagopt.zoo import export_zoo
 
 FIELDS = ("graph", "nodes", "guide", "greedy_pct", "guide_seconds", "anytime_pct", "start")
 
 
 def graph_rows(key: str, guides: list[str], limit: float) -> list[dict]:
     """The rows of one graph: no guide, then each guide."""
-    name, size, mode = key.split("/")
-    graph = export_zoo(name, size=size, mode=mode).graph
+    graph = zoo_key_graph(key)
     base = solve_outputs_kept(graph, "inductor").peak_memory
     rows = []
     for guide in ["", *guides]:
@@ -86,7 +84,9 @@ def table(rows: list[dict], guides: list[str], limit: float) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--zoo", nargs="+", required=True, help="zoo graphs, model/size/mode")
+    parser.add_argument(
+        "--zoo", type=zoo_graph_key, nargs="+", required=True, help="zoo graphs, model/size/mode"
+    )
     parser.add_argument("--guides", nargs="+", required=True, help="model files or names")
     parser.add_argument("--limit", type=float, default=10.0, help="anytime seconds")
     parser.add_argument("--out", type=Path, default=Path("bench-out/guide-mix.csv"))

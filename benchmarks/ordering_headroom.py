@@ -34,8 +34,8 @@ from rich.console import Console
 from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
-from dagopt.bench.realgraphs import solve_outputs_kept
-from dagopt.bench.script import claim_results, positive_int, run_script
+from dagopt.bench.realgraphs import solve_outputs_kept, zoo_key_graph
+from dagopt.bench.script import claim_results, positive_int, run_script, zoo_graph_key
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -151,7 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=positive_int, nargs="*", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
-    parser.add_argument("--zoo", nargs="*", default=[], help="zoo graphs, model/size/mode")
+    parser.add_argument(
+        "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
+    )
     parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
     parser.add_argument(
         "--split",
@@ -240,13 +242,9 @@ def main(argv: list[str] | None = None) -> int:
         on_run=on_run, solver=solver(False, {id(g): key for _, key, g in layered}),
     )  # fmt: skip
     zoo = []
-    if args.zoo:
-        from dagopt.zoo import export_zoo
-
-        for key in args.zoo:
-            name, size, mode = key.split("/")
-            graph = export_zoo(name, size=size, mode=mode, cache_dir=args.zoo_cache).graph
-            zoo.append((graph.num_nodes, key, graph))
+    for key in args.zoo:
+        graph = zoo_key_graph(key, args.zoo_cache)
+        zoo.append((graph.num_nodes, key, graph))
     run_methods(
         zoo, [MUST_LIVE, CUT, BOUND, *labels, BRANCH], lambda *_: {}, done=list(done),
         on_run=on_run, solver=solver(True, {id(g): key for _, key, g in zoo}),

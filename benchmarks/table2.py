@@ -47,6 +47,7 @@ from dagopt.bench.realgraphs import (
     run_graph_methods,
     summarize_buckets,
     zoo_key,
+    zoo_key_graph,
 )
 from dagopt.bench.script import positive_int, run_script
 from dagopt.errors import DagoptError, InputError
@@ -54,7 +55,7 @@ from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
 from dagopt.schedule import solve
 from dagopt.schedule.neural import load_model
-from dagopt.zoo import SIZES, export_zoo, get_model, model_names
+from dagopt.zoo import SIZES, get_model, model_names
 from dagopt.zoo.export import MODES
 
 CLASSIC_METHODS = [TRACED, "inductor", "lpmf", "approx-dp", "anchored-dp"]
@@ -181,8 +182,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
                 if all((key, m) in finished for m in methods):
                     continue
                 progress.update(task, description=f"{key} export")
-                name, size, mode = key.split("/")
-                yield key, export_zoo(name, size=size, mode=mode, cache_dir=args.cache_dir).graph
+                yield key, zoo_key_graph(key, args.cache_dir)
 
         all_runs = run_graph_methods(
             graphs(),

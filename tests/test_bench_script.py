@@ -13,6 +13,7 @@ from dagopt.bench.script import (
     pattern,
     positive_int,
     run_script,
+    zoo_graph_key,
 )
 from dagopt.errors import GraphError, InputError
 
@@ -52,6 +53,9 @@ def test_argument_types():
             parse(text)
     with pytest.raises(argparse.ArgumentTypeError, match="not a regular expression"):
         pattern("(")
+    assert zoo_graph_key("gpt2/small/training") == "gpt2/small/training"
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown size 'huge'"):
+        zoo_graph_key("gpt2/huge/training")
 
 
 def test_results_of_other_options_are_refused(tmp_path):
@@ -73,6 +77,11 @@ def test_a_benchmark_refuses_an_empty_count_and_an_output_folder(tmp_path):
         [sys.executable, script, "--graphs", "0"], capture_output=True, text=True, check=False
     )
     assert empty.returncode == 2 and "--graphs: must be an integer >= 1" in empty.stderr
+    nothing = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "anytime.py"), "--graphs", "0"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert nothing.returncode == 2 and "--graphs 0 without --zoo" in nothing.stderr
     folder = subprocess.run(
         [sys.executable, script, "--sizes", "12", "--beam-widths", "10", "--graphs", "1",
          "--methods", "approx-dp", "lpmf", "--out", str(tmp_path)],

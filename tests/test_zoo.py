@@ -25,6 +25,7 @@ from dagopt.zoo import (
     export_zoo_graph,
     get_model,
     model_names,
+    parse_zoo_key,
 )
 from dagopt.zoo.models import (
     CHECK_TRANSFORMERS,
@@ -130,6 +131,8 @@ def test_unreadable_cache_file_is_exported_again(tmp_path):
         (lambda: get_model("alexnet"), "unknown zoo model 'alexnet' (models: bert-base, gpt2"),
         (lambda: export_zoo_graph("gpt2", size="huge"), "unknown size 'huge'"),
         (lambda: export_zoo_graph("gpt2", mode="eval"), "unknown mode 'eval'"),
+        (lambda: parse_zoo_key("gpt2"), "zoo graph 'gpt2' is not model/size/mode"),
+        (lambda: parse_zoo_key("gpt2/small/eval"), "unknown mode 'eval'"),
     ],
 )
 def test_bad_requests_raise_one_line_input_errors(call, message):

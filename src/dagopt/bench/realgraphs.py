@@ -54,6 +54,14 @@ def zoo_key(name: str, size: str, mode: str) -> str:
     return f"{name}/{size}/{mode}"
 
 
+def zoo_key_graph(key: str, cache_dir: str | os.PathLike | None = None) -> Graph:
+    """The zoo graph of key ``model/size/mode`` (exported once and cached, ``docs/zoo.md``)."""
+    from dagopt.zoo import export_zoo_graph, parse_zoo_key
+
+    name, size, mode = parse_zoo_key(key)
+    return export_zoo_graph(name, size=size, mode=mode, cache_dir=cache_dir)
+
+
 def change_percent(peak: float, base: float) -> float:
     """% change of ``peak`` from ``base`` (negative: less memory)."""
     return 100.0 * (peak / base - 1.0)

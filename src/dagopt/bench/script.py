@@ -47,6 +47,18 @@ def non_negative_int(text: str) -> int:
     return _integer(text, 0)
 
 
+def zoo_graph_key(text: str) -> str:
+    """An ``argparse`` type: a zoo graph key ``model/size/mode`` of a known model, size
+    and mode (``dagopt.zoo.parse_zoo_key``)."""
+    from dagopt.zoo import parse_zoo_key
+
+    try:
+        parse_zoo_key(text)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def pattern(text: str) -> re.Pattern:
     """An ``argparse`` type: a regular expression (a bad one is a usage error)."""
     try:

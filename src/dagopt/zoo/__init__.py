@@ -11,6 +11,7 @@ from dagopt.zoo.export import (
     cache_root,
     export_zoo,
     export_zoo_graph,
+    parse_zoo_key,
     read_cached,
 )
 from dagopt.zoo.models import HELD_OUT_MODELS, MODELS, SIZES, ZooModel, get_model, model_names
@@ -27,5 +28,6 @@ __all__ = [
     "export_zoo_graph",
     "get_model",
     "model_names",
+    "parse_zoo_key",
     "read_cached",
 ]

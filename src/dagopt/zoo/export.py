@@ -155,6 +155,17 @@ def export_zoo_graph(
     return export_zoo(name, size=size, mode=mode, cache_dir=cache_dir).graph
 
 
+def parse_zoo_key(key: str) -> tuple[str, str, str]:
+    """The model, size and mode of a zoo graph key ``model/size/mode`` (e.g.
+    ``gpt2/small/training``), each checked: ``InputError`` otherwise."""
+    parts = key.split("/")
+    if len(parts) != 3:
+        raise InputError(f"zoo graph {key!r} is not model/size/mode (e.g. gpt2/small/training)")
+    name, size, mode = parts
+    _check(name, size, mode)
+    return name, size, mode
+
+
 def _check(name: str, size: str, mode: str) -> None:
     get_model(name)
     check_size(size)
