@@ -144,6 +144,7 @@ def test_placement_with_a_bad_order(placement_graph, tmp_path):
         (("-m", "brkga", "--set", "colour=3"), "has no option 'colour'"),
         (("-m", "brkga", "--devices", "-1"), "a count must be at least 1"),
         (("-m", "brkga", "--memory-gib", "0"), "0 is not in the range x>0"),
+        (("-m", "brkga", "--bandwidth", "0"), "0 is not in the range x>0"),
         (("-m", "brkga", "--set", "evaluations=10", "--evaluations", 20), "both give"),
         (("-m", "brkga", "--set", "population=2.5"), "option 'population' must be int"),
         (("-m", "local-search", "--set", "patience=2.5"), "option 'patience' must be int"),

@@ -26,13 +26,16 @@ from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 from dagopt.registry import MAX_SEED
 
-GraphArg = Annotated[Path, typer.Argument(metavar="GRAPH", help="Graph file (.json or .onnx).")]
+GraphArg = Annotated[
+    Path,
+    typer.Argument(metavar="GRAPH", help="Graph file (.json, .onnx, .npz or OpenVINO .xml)."),
+]
 GraphsArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="GRAPH...",
-        help="Graph file(s) (.json or .onnx); several, or folders, with --out-dir;"
-        " with --env one MODEL: also a zoo name or an OpenVINO .xml.",
+        help="Graph file(s) (.json, .onnx, .npz or OpenVINO .xml); several, or folders,"
+        " with --out-dir; with --env one MODEL: also a zoo name.",
     ),
 ]
 #: The most devices ``--devices`` takes (a guard against a mistyped count: every device
@@ -46,8 +49,9 @@ DevicesOpt = Annotated[
 ]
 
 
-def _positive_memory(value: float) -> float:
-    """``--memory-gib``'s check: a device's memory must be > 0 (a ``min`` would allow 0)."""
+def _positive(value: float) -> float:
+    """A device quantity's check (memory, bandwidth): it must be > 0 (a ``min`` would
+    allow 0)."""
     if not value > 0:
         raise typer.BadParameter(f"{value:g} is not in the range x>0.")
     return value
@@ -55,9 +59,7 @@ def _positive_memory(value: float) -> float:
 
 MemoryOpt = Annotated[
     float,
-    typer.Option(
-        "--memory-gib", callback=_positive_memory, help="Memory of each device, GiB (> 0)."
-    ),
+    typer.Option("--memory-gib", callback=_positive, help="Memory of each device, GiB (> 0)."),
 ]
 SpeedsOpt = Annotated[
     str | None,
@@ -69,7 +71,10 @@ SpeedsOpt = Annotated[
 ]
 LatencyOpt = Annotated[float, typer.Option(min=0, help="Transfer latency, seconds.")]
 BandwidthOpt = Annotated[
-    float, typer.Option(min=0, help="Transfer bandwidth, bytes/s (inf: free transfers).")
+    float,
+    typer.Option(
+        callback=_positive, help="Transfer bandwidth, bytes/s, > 0 (inf: free transfers)."
+    ),
 ]
 ObjectiveOpt = Annotated[
     str, typer.Option("--objective", help="runtime or peak-memory (003 section 2.1).")

@@ -520,7 +520,8 @@ def anytime_order(
 
 @register(
     "anytime",
-    "local search from inductor's best order (node moves, window DP) until the time limit",
+    "local search from inductor's best order (node and closure moves, window DP, kicks)"
+    " until the time limit",
     ("window", "largest", "windows", "threads", "guide"),
 )
 def solve_anytime(
