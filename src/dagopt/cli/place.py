@@ -18,13 +18,12 @@ from dagopt.cli.output import (
     fmt_seconds,
     progress_on_terminal,
 )
-from dagopt.cli.settings import merge_option, parse_settings
+from dagopt.cli.settings import SolverSeedOpt, merge_option, parse_settings
 from dagopt.errors import InputError
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
-from dagopt.registry import MAX_SEED
 
 GraphArg = Annotated[
     Path,
@@ -309,9 +308,7 @@ def place_command(
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(min=0, max=MAX_SEED, help="Random seed.", show_default=False)
-    ] = None,
+    seed: SolverSeedOpt = None,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", metavar="PLACEMENT.json", help="Write the placement here."),

@@ -17,6 +17,7 @@ from dagopt.cli.output import (
     fmt_proved,
     fmt_seconds,
 )
+from dagopt.cli.settings import SolverSeedOpt
 from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
@@ -27,7 +28,6 @@ from dagopt.objectives import (
     memory_profile,
     must_live_bound,
 )
-from dagopt.registry import MAX_SEED
 from dagopt.schedule import Schedule, get_solver, solve
 
 GraphArg = Annotated[
@@ -162,9 +162,7 @@ def schedule(
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
-    seed: Annotated[
-        int | None, typer.Option(min=0, max=MAX_SEED, help="Random seed.", show_default=False)
-    ] = None,
+    seed: SolverSeedOpt = None,
     keep_outputs: KeepOutputs = False,
     out: Annotated[
         Path | None,

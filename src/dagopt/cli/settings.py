@@ -1,9 +1,24 @@
-"""``--set KEY=VALUE`` options shared by the commands that take free-form settings."""
+"""Options shared by the solving commands (``schedule``, ``place``): the seed, and the
+``--set KEY=VALUE`` settings of the commands that take free-form ones."""
 
 import json
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from dagopt.errors import InputError
+from dagopt.registry import MAX_SEED
+
+SolverSeedOpt = Annotated[
+    int | None,
+    typer.Option(
+        min=0,
+        max=MAX_SEED,
+        help="Random seed of the method (default: fresh randomness on every run; give one "
+        "to reproduce a result).",
+        show_default=False,
+    ),
+]
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:
