@@ -23,12 +23,12 @@ from dagopt.graph import Graph
 from dagopt.io import load, read_order, write_order
 from dagopt.objectives import (
     MemoryProfile,
-    branch_bound,
     meets_bound,
     memory_profile,
     must_live_bound,
 )
 from dagopt.schedule import Schedule, get_solver, solve
+from dagopt.schedule.certify import INCUMBENT_METHOD, certify
 
 GraphArg = Annotated[
     Path, typer.Argument(metavar="GRAPH", help="Graph file (.json, .onnx, .npz or OpenVINO .xml).")
@@ -219,15 +219,17 @@ def evaluate(
         typer.Option(
             "--bound-time",
             min=0.0,
-            help="Seconds for the lower bound: the cut bound, raised by branch and bound until "
-            "it meets the order's peak or the time is up (0: the must-live bound only).",
+            help="Seconds for the lower bound: approx-dp's order first (a quarter of the "
+            "time), then the cut bound raised by branch and bound until it meets the least "
+            "peak known or the time is up (0: the must-live bound only).",
         ),
     ] = 10.0,
 ) -> None:
     """Peak memory of the order in ORDER on GRAPH, a lower bound, and the recorded peak.
 
-    The bound is the strongest found in --bound-time seconds (branch_bound: the cut
-    bound, then branching on precedences); "proved optimal" when it meets the peak."""
+    The bound is the strongest found in --bound-time seconds (dagopt.schedule.certify:
+    approx-dp's order, then the cut bound and branching on precedences); "proved
+    optimal" when it meets the peak, "the optimum" when no order can go lower."""
     graph = load(graph_path)
     order_file = read_order(order_path, graph)
     if keep_outputs is None:
@@ -237,16 +239,17 @@ def evaluate(
         console.print(_profile_table(graph, steps))
     line = f"peak {fmt_mem(steps.peak)}, lower bound "
     if bound_time > 0:
-        found = branch_bound(
-            graph, upper=steps.peak, keep_outputs=keep_outputs, time_limit=bound_time
-        )
+        found = certify(graph, steps.peak, keep_outputs=keep_outputs, time_limit=bound_time)
         line += fmt_mem(found.bound)
-        if not found.optimal:
-            line += f" (stopped at --bound-time {bound_time:g} s)"
-        elif meets_bound(steps.peak, found.bound):
+        if found.proves(steps.peak):
             line += " (proved optimal)"
         else:
-            line += " (the optimum)"
+            incumbent = f"{INCUMBENT_METHOD} reaches {fmt_mem(found.incumbent_peak)}"
+            if found.closed:
+                line += f" (the optimum: {incumbent})"
+            else:
+                line += f" (stopped at --bound-time {bound_time:g} s"
+                line += f"; {incumbent})" if found.incumbent_peak < steps.peak else ")"
     else:
         line += fmt_mem(must_live_bound(graph, keep_outputs=keep_outputs))
     recorded = order_file.peak_memory
