@@ -197,7 +197,9 @@ def kill_a_worker(process: subprocess.Popen, out_dir: Path, is_worker) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["jobs", "ray"])
 def test_resume_after_a_worker_is_killed(tmp_path, backend):
-    folder = graphs(tmp_path / "g", 8, nodes=200)
+    # 16 graphs of about a second on 2 workers: graphs are left when the first result
+    # appears, even on a loaded machine (with 8, all had finished once before the kill)
+    folder = graphs(tmp_path / "g", 16, nodes=200)
     (folder / "broken.json").unlink()
     assert dagopt(*SLOW_SCHEDULE, folder, "--out-dir", tmp_path / "serial").exit_code == 0
     out_dir = tmp_path / backend
