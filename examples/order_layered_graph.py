@@ -42,11 +42,15 @@ runs = [
 for schedule in runs:
     above = 100 * (schedule.peak_memory / bound.bound - 1)
     print(
-        f"{schedule.method:>10}: peak {schedule.peak_memory:8.4g} ({above:5.2f} % above the cut "
-        f"bound) in {schedule.seconds:.3f} s, proved optimal: {schedule.proved_optimal}"
+        f"{schedule.method:>10}: peak {schedule.peak_memory:9.6g} ({above:5.2f} % above the cut "
+        f"bound) in {schedule.seconds:.3f} s, proved optimal: "
+        f"{'yes' if schedule.proved_optimal else 'no'}"
     )
 
-best = min(runs, key=lambda s: s.peak_memory)
+# the first (cheapest) method of the least peak; peaks equal up to float rounding (sums of
+# the same sizes in another order) count as equal
+least = min(s.peak_memory for s in runs)
+best = next(s for s in runs if s.peak_memory <= least * (1 + 1e-9))
 profile = memory_profile(graph, best.order)
 print(f"best: {best.method}, peak reached at step {profile.peak_step} of {graph.num_nodes}")
 # branch and bound on precedences from the cut bound, stopping if it meets the best peak
@@ -57,7 +61,7 @@ elif proof.optimal:
     verdict = "optimal (proved by the branch bound)"
 else:
     verdict = f"at most {100 * (best.peak_memory / proof.bound - 1):.2f} % above optimal"
-print(f"branch bound {proof.bound:.4g} ({proof.expanded} subproblems): the best order is {verdict}")
+print(f"branch bound {proof.bound:.6g} ({proof.expanded} subproblems): the best order is {verdict}")
 write_order(
     args.out,
     graph,
