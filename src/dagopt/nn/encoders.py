@@ -37,7 +37,12 @@ from dagopt.graph import Graph
 from dagopt.nn.attention import MLPBlock, TopoformerLayer, attention_bias, bias_bytes_per_pair
 from dagopt.nn.checkpoint import model_format
 from dagopt.nn.features import PE_KINDS, GraphInputs, graph_inputs
-from dagopt.nn.masks import DENSE_ALTERNATIVE, MASK_BYTES_PER_PAIR, SPARSE_GROUPS
+from dagopt.nn.masks import (
+    DENSE_ALTERNATIVE,
+    MASK_BYTES_PER_PAIR,
+    NO_NETWORK_ALTERNATIVE,
+    SPARSE_GROUPS,
+)
 from dagopt.resources import check_fits, check_pairs_fit
 
 ATTENTION_KINDS = ("topoformer", "topoformer-sparse", "topoformer-dag", "transformer")
@@ -175,7 +180,7 @@ class Encoder(nn.Module):
             check_fits(
                 pairs * (16 + 12 * heads) + activations * dtype.itemsize,
                 f"a {kind} forward pass on {num_nodes:,} nodes and {num_edges:,} edges",
-                "order it with a method without attention (anytime, inductor)",
+                NO_NETWORK_ALTERNATIVE,
             )
             return
         extra = {

@@ -20,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.graph.paths import csr_rows, longest_paths
-from dagopt.nn.masks import DENSE_ALTERNATIVE, sparse_groups, topological_masks
+from dagopt.nn.masks import NO_NETWORK_ALTERNATIVE, sparse_groups, topological_masks
 from dagopt.resources import check_fits, check_pairs_fit
 
 #: Column names of ``node_features``.
@@ -132,9 +132,9 @@ def _smallest_eigenvectors(laplacian: sparse.csc_array, count: int, fast: bool) 
     n = laplacian.shape[0]
     what = f"the Laplacian positional encodings of {n:,} nodes ({count:,} eigenvectors)"
     if count >= n // 2:
-        check_pairs_fit(n, EIGH_BYTES_PER_PAIR, what, DENSE_ALTERNATIVE)
+        check_pairs_fit(n, EIGH_BYTES_PER_PAIR, what, NO_NETWORK_ALTERNATIVE)
         return np.linalg.eigh(laplacian.toarray())[1][:, :count]
-    check_fits(ARPACK_BYTES_PER_ENTRY * n * (count + 20), what, DENSE_ALTERNATIVE)
+    check_fits(ARPACK_BYTES_PER_ENTRY * n * (count + 20), what, NO_NETWORK_ALTERNATIVE)
     start = np.random.default_rng(0).standard_normal(n)  # fixed Lanczos start: deterministic
     if not fast:
         values, vectors = eigsh(laplacian, k=count, sigma=-0.01, which="LM", v0=start)

@@ -41,8 +41,14 @@ SPARSE_GROUPS = (0, 1, 3, 4)
 #: closure, adjacency and reduction matrices and their combinations beside the seven
 #: stacked masks (measured: 13.3 at 3,000 and 6,000 nodes).
 MASK_BYTES_PER_PAIR = 14
+#: What to do about a graph too large for any Topoformer (its positional encodings, or the
+#: sparse model's edge lists, do not fit).
+NO_NETWORK_ALTERNATIVE = "order it with a method without a network (anytime, inductor)"
 #: What to do about a graph whose dense masks do not fit.
-DENSE_ALTERNATIVE = "order larger graphs with a method without attention (approx-dp, inductor)"
+DENSE_ALTERNATIVE = (
+    "order larger graphs with the sparse model (--checkpoint topoformer-sparse-ordering) or "
+    "a method without attention (anytime, inductor)"
+)
 
 
 def _adjacency(num_nodes: int, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
