@@ -57,14 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    header = ["collection", "variant", "graphs", "before", "after", "gain (95% CI)"]
-    print(markdown_row(header))
-    print(markdown_rule("llrrrr"))
-    listings = []
     works = [*args.before, *args.after]
     for work in works:
         if not work.is_dir():
             raise InputError(f"{work}: no such folder (a tgraph_table2.py --work folder)")
+    header = ["collection", "variant", "graphs", "before", "after", "gain (95% CI)"]
+    print(markdown_row(header))
+    print(markdown_rule("llrrrr"))
+    listings = []
     for collection in args.collections:
         graphs = None
         folder = collection.replace(":", "-")

@@ -189,8 +189,14 @@ def kill_a_worker(process: subprocess.Popen, out_dir: Path, is_worker) -> None:
     while not list(out_dir.glob("*.order.json")):
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
-    workers = [p for p in psutil.Process(process.pid).children(recursive=True) if is_worker(p)]
-    assert workers
+    while True:  # one process listing can miss a worker (psutil reads /proc as it goes)
+        tree = psutil.Process(process.pid).children(recursive=True)
+        workers = [p for p in tree if is_worker(p)]
+        if workers:
+            break
+        assert process.poll() is None, "the batch ended before a worker could be killed"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     os.kill(workers[0].pid, signal.SIGKILL)
 
 
