@@ -38,7 +38,13 @@ from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
 from dagopt.bench.realgraphs import TRACED, change_percent, zoo_key_graph
-from dagopt.bench.script import non_negative_int, positive_int, run_script, zoo_graph_key
+from dagopt.bench.script import (
+    non_negative_int,
+    positive_int,
+    run_script,
+    script_parser,
+    zoo_graph_key,
+)
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -142,7 +148,7 @@ def zoo_table(runs: list[Run], labels: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument(
         "--graphs",

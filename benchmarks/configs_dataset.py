@@ -15,7 +15,6 @@ graphs that commit already had.
     PYTHONPATH=src python benchmarks/configs_dataset.py --since 5550ba7
 """
 
-import argparse
 import json
 import platform
 import subprocess
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dagopt.bench.script import run_script
+from dagopt.bench.script import run_script, script_parser
 from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, TileRecord, collection_dir, read_tpugraphs
 
 
@@ -103,7 +102,7 @@ def collection_row(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--root", type=Path, default=Path("datasets/configs"))
     commit = parser.add_mutually_exclusive_group()
     commit.add_argument("--since", metavar="COMMIT", help="only graphs measured after COMMIT")

@@ -15,14 +15,13 @@ each graph; a rerun with the same guides and limit skips the graphs already ther
 (others are refused; ``--fresh`` starts over).
 """
 
-import argparse
 import csv
 import io
 import time
 from pathlib import Path
 
 from dagopt.bench.realgraphs import change_percent, solve_outputs_kept, zoo_key_graph
-from dagopt.bench.script import claim_results, run_script, zoo_graph_key
+from dagopt.bench.script import claim_results, run_script, script_parser, zoo_graph_key
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives import peak_memory
 from dagopt.schedule.neural import guide_order
@@ -83,7 +82,7 @@ def table(rows: list[dict], guides: list[str], limit: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--zoo", type=zoo_graph_key, nargs="+", required=True, help="zoo graphs, model/size/mode"
     )

@@ -17,14 +17,13 @@ GPU machine, ``--devices cpu,cuda:0`` measures the profile the paper's setting n
 recorded, with the current ``fit_transfer`` (no device needed).
 """
 
-import argparse
 import time
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
-from dagopt.bench.script import run_script
+from dagopt.bench.script import run_script, script_parser
 from dagopt.integrations.torch_latency import profile_torch
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives.latency import Profile, fit_transfer
@@ -46,7 +45,7 @@ def measure(model: str, devices: list[str], out: Path, label: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--model", choices=list(PAPER_MODELS))
     parser.add_argument("--devices", default="cpu,cpu")
     parser.add_argument("--out", type=Path)

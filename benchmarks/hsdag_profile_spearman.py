@@ -28,7 +28,7 @@ import torch
 from scipy.stats import spearmanr
 
 from dagopt.bench.latency_envs import PAPER_MODELS, default_profile, zoo_inputs
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.integrations.torch_latency import TorchLatency, profile_torch
@@ -114,7 +114,7 @@ def reread(args: argparse.Namespace) -> Scored:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--model", choices=list(PAPER_MODELS), help="default: resnet-50")
     parser.add_argument("--devices", help="default: cpu,cuda:0")
     parser.add_argument("--profile", default=None, help="a profile JSON (default: measure)")

@@ -34,7 +34,7 @@ from dagopt.bench.latency_envs import (
     latency_env,
     train_placers,
 )
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.io.atomic import write_text_atomic
 
 
@@ -107,7 +107,7 @@ def measure_all(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     verbs = parser.add_subparsers(dest="verb", required=True)
     train = verbs.add_parser("place", help="train on the profiles, write placements")
     train.add_argument("--out", required=True)

@@ -37,7 +37,7 @@ from dagopt.bench.latency_envs import (
     latency_env,
     train_placers,
 )
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 
 #: Paper 004, Table 2 (seconds): CPU-only, GPU-only, OpenVINO-CPU, OpenVINO-GPU,
 #: Placeto, RNN-based (None: out of memory), HSDAG.
@@ -109,7 +109,7 @@ def acceptance(rows: dict[str, dict]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_env_arguments(parser)
     parser.add_argument(
         "--rounds", type=positive_int, default=20, help="interleaved re-measurements"

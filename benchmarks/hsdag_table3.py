@@ -15,7 +15,6 @@ degrees, ``ablate=fractal,degrees``); beyond the paper: without the op type, and
 ``parsing_levels=null``.
 """
 
-import argparse
 import statistics
 
 import numpy as np
@@ -27,7 +26,7 @@ from dagopt.bench.latency_envs import (
     env_devices,
     latency_env,
 )
-from dagopt.bench.script import run_script
+from dagopt.bench.script import run_script, script_parser
 from dagopt.place import place
 
 #: (row, hsdag options, paper 004 Table 3 seconds for Inception-V3, ResNet, BERT).
@@ -43,7 +42,7 @@ PAPER_CPU = (0.0128, 0.0160, 0.00638)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_env_arguments(parser)
     parser.add_argument("--noise", type=float, default=0.0)
     args = parser.parse_args(argv)

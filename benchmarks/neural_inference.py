@@ -9,12 +9,11 @@ warm-up call that loads the model and compiles the kernels. Prints seconds per s
 and the subprocess's peak RSS.
 """
 
-import argparse
 import json
 import subprocess
 import sys
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 
 CHILD = r"""
 import json, resource, sys
@@ -34,7 +33,7 @@ print(json.dumps({"graph": graph.name, "seconds": seconds, "rss_gib": rss}))
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--checkpoint", default="")
     args = parser.parse_args(argv)

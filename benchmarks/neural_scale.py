@@ -18,13 +18,12 @@ counted. torch runs ``--threads`` threads (default 1, as the machine is shared).
     python benchmarks/neural_scale.py --sizes 20000 --limits 10 --checkpoint runs/sparse/model.pt
 """
 
-import argparse
 import time
 
 from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
 from dagopt.schedule import solve
@@ -93,7 +92,7 @@ def run_anytime(size: int, seed: int, limit: float, guide: str | None, threads: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_scale_arguments(parser)
     parser.add_argument(
         "--checkpoint", default=DEFAULT_MODEL, help="priority model file or shipped name"

@@ -24,7 +24,6 @@ at ``--reference-width``) adds each layered graph's gaps to its reference peak, 
 bound's first: the least gap any order can reach.
 """
 
-import argparse
 import time
 from pathlib import Path
 
@@ -35,7 +34,13 @@ from dagopt.bench.datasets import layered_test_set, layered_validation_set
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept, zoo_key_graph
-from dagopt.bench.script import claim_results, positive_int, run_script, zoo_graph_key
+from dagopt.bench.script import (
+    claim_results,
+    positive_int,
+    run_script,
+    script_parser,
+    zoo_graph_key,
+)
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
@@ -148,7 +153,7 @@ def reference_table(runs: list[Run], references: list[Run], labels: list[str]) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="*", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
     parser.add_argument(

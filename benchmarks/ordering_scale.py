@@ -11,13 +11,12 @@ best order, the solver's time (``Schedule.seconds``: the work itself), its one-t
     python benchmarks/ordering_scale.py --sizes 20000 --limits 10 --graphs 2
 """
 
-import argparse
 import time
 
 from dagopt.bench.datasets import add_scale_arguments, scale_runs
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.realgraphs import change_percent
-from dagopt.bench.script import run_script
+from dagopt.bench.script import run_script, script_parser
 from dagopt.bench.timing import format_seconds, in_fresh_process, peak_rss_mb
 from dagopt.generate.layered import generate_layered
 from dagopt.schedule import solve
@@ -41,7 +40,7 @@ def run_one(size: int, seed: int, method: str, time_limit: float | None) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_scale_arguments(parser)
     args = parser.parse_args(argv)
     runs = scale_runs(parser, args)

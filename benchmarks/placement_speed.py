@@ -11,11 +11,9 @@ orders sort the ops by layer, then randomly within a layer (a topological order,
 edges of these graphs only go to later layers).
 """
 
-import argparse
-
 import numpy as np
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import best_of
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import TEST_SEED_BASE
@@ -52,7 +50,7 @@ def measure(graph, devices: Devices, device_of, orders, repeat: int) -> tuple[fl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--repeat", type=positive_int, default=3, help="best of this many runs")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)

@@ -31,12 +31,10 @@ their device splits are unrelated, so a per-op device preference learned from on
 good solution says nothing about another.
 """
 
-import argparse
-
 import numpy as np
 
 from dagopt.bench.placement import geomean_gap_percent
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -112,7 +110,7 @@ def measure(objective: str, args) -> tuple[dict[str, list[float]], list[float]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--graphs", type=positive_int, default=16, help="validation graphs")
     parser.add_argument("--repeats", type=positive_int, default=3, help="BRKGA seeds per graph")
     parser.add_argument("--teacher-evaluations", type=int, default=30000)

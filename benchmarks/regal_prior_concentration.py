@@ -11,11 +11,9 @@ priority mutants ``beta(c k, c (1 - k))`` around the keys ``k`` of the order pri
 ``H(G, c) / H(G, U)``, the validation ratio of ``dagopt train placement``.
 """
 
-import argparse
-
 import numpy as np
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.devices import GIB, Devices
@@ -25,7 +23,7 @@ from dagopt.place.prior import DEFAULT_ORDER_PRIOR, order_prior_keys
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--graphs", type=positive_int, default=50, help="validation graphs")
     parser.add_argument(
         "--concentrations", type=float, nargs="+", default=[7, 20, 50, 100, 300, 1000, 3000, 10000]

@@ -30,11 +30,9 @@ column before it is the median over ops and graphs of the priority gene's
 concentration ``alpha + beta``: how sharp the policy's priority mutants are.
 """
 
-import argparse
-
 import numpy as np
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.nn.regal import REGAL_NODE_FEATURES, regal_inputs
@@ -119,7 +117,7 @@ def measure(objective: str, graphs: int, repeats: int) -> dict[str, list[float]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--graphs", type=positive_int, default=20, help="validation graphs")
     parser.add_argument(
         "--repeats", type=positive_int, default=4, help="runs per graph for the spreads"

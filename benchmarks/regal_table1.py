@@ -30,7 +30,6 @@ same ``topologies``, and a separate ``--out``.
 (``docs/scaling.md``), one core per run.
 """
 
-import argparse
 from pathlib import Path
 
 from rich.console import Console
@@ -50,7 +49,7 @@ from dagopt.bench.placement import (
     runs_csv,
     summarize_placement,
 )
-from dagopt.bench.script import claim_results, positive_int, run_script
+from dagopt.bench.script import claim_results, positive_int, run_script, script_parser
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -72,7 +71,7 @@ METHODS = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--graphs", type=positive_int, default=20, help="held-out graphs per objective"
     )

@@ -20,7 +20,6 @@ Last, the share of a Topoformer REINFORCE update spent on its peak-memory reward
 memory of its graphs' orders.
 """
 
-import argparse
 import os
 import time
 
@@ -29,7 +28,7 @@ import numpy as np
 from dagopt.bench.datasets import layered_test_set, placement_test_set
 from dagopt.bench.ordering import run_methods
 from dagopt.bench.placement import run_placement_methods
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import best_of
 from dagopt.executor import Executor
 from dagopt.generate import generate_layered
@@ -91,7 +90,7 @@ def topoformer_reward_share(graphs: int = 8, nodes: int = 100) -> tuple[float, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument(
         "--graphs", type=positive_int, default=8, help="independent graphs per workload"
     )

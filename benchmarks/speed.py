@@ -7,10 +7,8 @@ Prints one row per measurement: what, graph, seconds (best of --repeat), the tar
 Graphs are held-out layered graphs (``dagopt.bench.datasets``).
 """
 
-import argparse
-
 from dagopt.bench.datasets import layered_test_set
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
@@ -21,7 +19,7 @@ HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--quick", action="store_true", help="skip the K=100000 DP run")
     parser.add_argument("--repeat", type=positive_int, default=3)
     args = parser.parse_args(argv)

@@ -10,14 +10,13 @@ the peak RSS of the process so far (``resource.getrusage``; it only grows, so ro
 ordered small config first).
 """
 
-import argparse
 import resource
 from functools import partial
 
 import numpy as np
 import torch
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import best_of
 from dagopt.generate import generate_layered
 from dagopt.graph import Graph
@@ -41,7 +40,7 @@ def peak_rss_mib() -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 2000])
     parser.add_argument("--repeat", type=positive_int, default=2)
     args = parser.parse_args(argv)

@@ -11,7 +11,6 @@ are a 100-node layered graph and a 130-op placement graph written by ``dagopt
 generate`` into the temporary folder.
 """
 
-import argparse
 import statistics
 import subprocess
 import sys
@@ -19,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 
 
 def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -29,7 +28,7 @@ def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--runs", type=positive_int, default=5, help="warm runs per command")
     args = parser.parse_args(argv)
     import os

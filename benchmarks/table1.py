@@ -19,7 +19,6 @@ markdown table beside the paper's column. ``--jobs N`` runs N at a time on local
 processes, ``--ray ADDRESS`` on a Ray cluster (``docs/scaling.md``), one core per run.
 """
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +36,7 @@ from dagopt.bench.ordering import (
     summarize,
 )
 from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
-from dagopt.bench.script import claim_results, positive_int, run_script
+from dagopt.bench.script import claim_results, positive_int, run_script, script_parser
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
@@ -45,7 +44,7 @@ DEFAULT_METHODS = ["approx-dp", "dfs-dp", "random", "dfs", "bfs", "lpmf", "induc
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=3, help="held-out graphs per size")
     parser.add_argument(

@@ -49,7 +49,7 @@ from dagopt.bench.realgraphs import (
     zoo_key,
     zoo_key_graph,
 )
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.errors import DagoptError, InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
@@ -64,7 +64,7 @@ MEASURE_MODELS = ["resnet-50", "llama-small", "whisper-tiny-encoder"]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--models", nargs="+", default=model_names(), help="zoo models")
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)

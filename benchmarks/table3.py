@@ -13,7 +13,6 @@ beam search, and the table gives the mean % gap from approx-dp (``--beam-widths`
 with a 95 % confidence interval, beside the paper's numbers.
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ import numpy as np
 
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
-from dagopt.bench.script import add_reduced_training_arguments, run_script
+from dagopt.bench.script import add_reduced_training_arguments, run_script, script_parser
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
 from dagopt.train.rundir import MODEL_FILE, STATE_FILE
@@ -41,7 +40,7 @@ PAPER_BEAM_GAP = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_reduced_training_arguments(parser, epochs=20, epoch_graphs=500)
     parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS)
     parser.add_argument("--run-root", default="runs/table3")

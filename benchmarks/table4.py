@@ -22,7 +22,6 @@ by beam search of width S (``--decode-widths``, one per test size; the paper's 1
 beside the paper's Table 4. Training uses ``--threads`` torch threads (default 1).
 """
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -31,7 +30,12 @@ import torch
 
 from dagopt.bench.datasets import layered_test_set
 from dagopt.bench.markdown import markdown_row, markdown_rule, mean_ci
-from dagopt.bench.script import add_reduced_training_arguments, positive_int, run_script
+from dagopt.bench.script import (
+    add_reduced_training_arguments,
+    positive_int,
+    run_script,
+    script_parser,
+)
 from dagopt.nn.encoders import KINDS
 from dagopt.schedule import solve
 from dagopt.train.ordering import OrderingTrainConfig, train_ordering
@@ -78,7 +82,7 @@ def train(args, base: dict, name: str) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     add_reduced_training_arguments(parser, epochs=4, epoch_graphs=250)
     parser.add_argument("--decode-widths", type=positive_int, nargs="+", default=[16, 8])
     parser.add_argument("--gnn-kind", default="topoformer-dag", choices=KINDS)

@@ -22,7 +22,6 @@ of the ``--before`` folders with variant ``A`` of the ``--after`` ones (say the 
 baseline with TGraph) instead of each variant with itself.
 """
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -32,7 +31,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import pattern, positive_int, run_script
+from dagopt.bench.script import pattern, positive_int, run_script, script_parser
 from dagopt.errors import InputError
 from dagopt.io.tpugraphs import COLLECTIONS
 from dagopt.rank.tgraph import graph_scores, load_ranker
@@ -40,7 +39,7 @@ from dagopt.train.tgraph import load_graphs
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--split", default="valid", help="split to score (labelled)")
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="work folders")

@@ -22,7 +22,6 @@ added data) are not compared; ``--exclude`` leaves out named programs (those who
 failures suggested the change, say, which cannot judge it).
 """
 
-import argparse
 import json
 import sys
 from functools import cache
@@ -33,7 +32,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.rank.tgraph import graph_scores, load_ranker
 from dagopt.train.tgraph import fold_of, load_graphs
 
@@ -66,7 +65,7 @@ def held_out_scores(run: Path, data: Path | None, tta: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--before", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--after", type=Path, nargs="+", required=True, help="run folders")
     parser.add_argument("--before-data", type=Path, help="data folder of the --before runs")

@@ -16,7 +16,6 @@ of the held-out score on log2 n over all runs), to read how far more programs of
 same kinds would carry the score. Runs resume from ``--work``.
 """
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import non_negative_int, positive_int, run_script
+from dagopt.bench.script import non_negative_int, positive_int, run_script, script_parser
 from dagopt.errors import InputError
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
@@ -36,7 +35,7 @@ FOLDS = 5
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--collection", choices=COLLECTIONS, default="layout:xla:random")
     parser.add_argument("--sizes", type=positive_int, nargs="+", default=[11, 22, 44, 88])

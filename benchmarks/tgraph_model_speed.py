@@ -13,7 +13,6 @@ in turn, so load on the shared machine falls on all of them alike; a cell is the
 of ``--repeats`` runs (``dagopt.bench.timing.best_of``).
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -21,14 +20,14 @@ from pathlib import Path
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.bench.timing import best_of
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, read_tpugraphs
 from dagopt.rank.tgraph import load_ranker, predict, prepare
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--data", type=Path, required=True, help="folder holding npz/")
     parser.add_argument("--collection", choices=COLLECTIONS, required=True)
     parser.add_argument("--split", default="test")

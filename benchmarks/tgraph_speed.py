@@ -12,14 +12,13 @@ cross-attention is the identity) to show what the batch axis saves. Median of
 ``--repeats`` runs, after one warm-up.
 """
 
-import argparse
 import statistics
 import time
 
 import numpy as np
 import torch
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.tpugraphs import synthetic_layout_record
 from dagopt.nn.tgraph.config import TGraphConfig, baseline_config
 from dagopt.nn.tgraph.ranker import TGraphRanker
@@ -57,7 +56,7 @@ def timings(config: TGraphConfig, graph, c: int, repeats: int) -> tuple[float, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--nodes", type=positive_int, default=200)
     parser.add_argument("--hidden", type=positive_int, default=256)
     parser.add_argument("--repeats", type=positive_int, default=5)

@@ -47,7 +47,7 @@ import torch
 
 from dagopt.bench.bootstrap import paired_interval
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
 from dagopt.nn.tgraph.config import NUMERIC_FEATURES, READOUTS, TGraphConfig, baseline_config
@@ -117,7 +117,7 @@ def score_cell(run: Path, graphs, tta: int) -> tuple[str, np.ndarray]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--data", type=Path, help="folder holding npz/ (default: SYNTHETIC)")
     parser.add_argument("--synthetic", choices=("planted", "random"), default="planted")
     parser.add_argument("--collections", nargs="+", choices=COLLECTIONS)

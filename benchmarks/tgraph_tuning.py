@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.io.tpugraphs import collection_files, read_tpugraphs
 from dagopt.nn.tgraph.config import TGraphConfig
 from dagopt.rank.tgraph import load_ranker, predict, prepare
@@ -56,7 +56,7 @@ def trained_model(args: argparse.Namespace) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--data", type=Path, default=Path("datasets/configs"))
     parser.add_argument("--split", default="test")
     parser.add_argument("--train-splits", nargs="+", default=["train", "valid"])

@@ -10,12 +10,11 @@ runtimes, the published dtypes) uncompressed and compressed, then reports the be
     PYTHONPATH=src python benchmarks/tpugraphs_io.py --configurable 10000
 """
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
-from dagopt.bench.script import positive_int, run_script
+from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.generate.tpugraphs import synthetic_layout_record
 from dagopt.io.tpugraphs import read_tpugraphs, tpugraphs_graph, write_tpugraphs
 from dagopt.rank.preprocess import compress_layout_configs
@@ -31,7 +30,7 @@ def best_time(fn, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--nodes", type=positive_int, default=10_000)
     parser.add_argument("--configurable", type=int, default=1_000, help="configurable nodes")
     parser.add_argument("--configs", type=positive_int, default=1_000)

@@ -9,19 +9,18 @@ Prints one markdown row per model and size: nodes and export seconds in inferenc
 training mode, and the parameter bytes the graph reads.
 """
 
-import argparse
 import sys
 import tempfile
 
 from dagopt.bench.markdown import markdown_row
-from dagopt.bench.script import run_script
+from dagopt.bench.script import run_script, script_parser
 from dagopt.zoo import MODELS, SIZES, export_zoo, get_model, model_names
 
 MODES = ("inference", "training")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = script_parser(__doc__)
     parser.add_argument("--models", nargs="+", default=model_names(), choices=model_names())
     parser.add_argument("--sizes", nargs="+", default=list(SIZES), choices=SIZES)
     parser.add_argument("--cache-dir", default=None, help="default: a temporary directory")

@@ -4,9 +4,10 @@
 a user error (``DagoptError``: a bad graph, an impossible request; ``OSError``: a
 missing or unwritable file) is one line ``error: <message>`` on stderr and exit status
 2, Ctrl-C is ``error: interrupted`` and 130, and ``main``'s return value is the status
-otherwise. ``positive_int`` and ``non_negative_int`` are ``argparse`` types for counts,
-so that ``--graphs 0`` is refused up front instead of printing an empty table;
-``pattern`` one for regular expressions. ``claim_results`` keeps a script that resumes
+otherwise. ``script_parser`` describes a script by its docstring. ``positive_int`` and
+``non_negative_int`` are ``argparse`` types for counts, so that ``--graphs 0`` is
+refused up front instead of printing an empty table; ``pattern`` one for regular
+expressions, ``zoo_graph_key`` one for zoo graph keys. ``claim_results`` keeps a script that resumes
 from its ``--out`` from mixing results of other options into a new table.
 """
 
@@ -25,6 +26,12 @@ from dagopt.io.json import read_json_file
 
 #: Exit statuses, as the ``dagopt`` command's (``dagopt.cli.main``).
 USER_ERROR_EXIT, INTERRUPTED_EXIT = 2, 130
+
+
+def script_parser(doc: str) -> argparse.ArgumentParser:
+    """The argument parser of a script whose module docstring is ``doc``: its ``--help``
+    describes the script with the docstring's whole first paragraph."""
+    return argparse.ArgumentParser(description=doc.split("\n\n")[0])
 
 
 def _integer(text: str, least: int) -> int:
