@@ -24,13 +24,12 @@ INCUMBENT_SHARE = 0.25
 
 @dataclass(frozen=True)
 class Certificate:
-    """A lower ``bound`` on the optimal peak, the least peak ``best_known`` of the
-    evaluated order and the incumbent (``INCUMBENT_METHOD``'s ``incumbent_peak``), and
-    whether ``bound`` is the optimum (``closed``: no order has a lower peak)."""
+    """A lower ``bound`` on the optimal peak, the peak of the incumbent order
+    (``INCUMBENT_METHOD``'s), and whether ``bound`` is the optimum (``closed``: no order
+    has a lower peak)."""
 
     bound: float
     incumbent_peak: float
-    best_known: float
     closed: bool
 
     def proves(self, peak: float) -> bool:
@@ -51,13 +50,12 @@ def certify(graph: Graph, peak: float, *, keep_outputs: bool, time_limit: float)
         keep_outputs=keep_outputs,
         beam_width=INCUMBENT_BEAM,
     )
-    best_known = min(peak, incumbent.peak_memory)
     if incumbent.proved_optimal:  # the beam held every state: exact DP
-        return Certificate(incumbent.peak_memory, incumbent.peak_memory, best_known, True)
+        return Certificate(incumbent.peak_memory, incumbent.peak_memory, True)
     found = branch_bound(
         graph,
-        upper=best_known,
+        upper=min(peak, incumbent.peak_memory),  # the least peak known
         keep_outputs=keep_outputs,
         time_limit=max(0.0, deadline - time.perf_counter()),
     )
-    return Certificate(found.bound, incumbent.peak_memory, best_known, found.optimal)
+    return Certificate(found.bound, incumbent.peak_memory, found.optimal)
