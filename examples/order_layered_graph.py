@@ -12,6 +12,7 @@ from dagopt.objectives import (
     branch_bound,
     cut_bound,
     lower_bound,
+    meets_bound,
     memory_profile,
     must_live_bound,
 )
@@ -50,7 +51,7 @@ for schedule in runs:
 # the first (cheapest) method of the least peak; peaks equal up to float rounding (sums of
 # the same sizes in another order) count as equal
 least = min(s.peak_memory for s in runs)
-best = next(s for s in runs if s.peak_memory <= least * (1 + 1e-9))
+best = next(s for s in runs if meets_bound(s.peak_memory, least))
 profile = memory_profile(graph, best.order)
 print(f"best: {best.method}, peak reached at step {profile.peak_step} of {graph.num_nodes}")
 # branch and bound on precedences from the cut bound, stopping if it meets the best peak
