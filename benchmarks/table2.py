@@ -7,19 +7,21 @@ Example (every zoo graph with the neural rows, the measured runs and the Figure 
 For every zoo graph (``--models`` x ``--sizes`` x ``--modes``, from the zoo cache) the
 peak with the graph outputs kept (``keep_outputs=True``, as PyTorch returns them) of the
 traced order (``np.arange(n)``, what eager PyTorch runs), ``inductor``, ``lpmf`` and
-``approx-dp`` (beam width ``--beam-width``), plus ``topoformer-greedy / -sample / -beam``
-with ``--neural`` (the shipped model, or ``--checkpoint``). Prints the mean % change vs
+``approx-dp`` and ``anchored-dp`` (beam width ``--beam-width``), plus ``anytime`` with
+``--anytime SECONDS`` (its time limit) and ``topoformer-greedy / -sample / -beam`` with
+``--neural`` (the shipped model, or ``--checkpoint``). Prints the mean % change vs
 the traced order and vs approx-dp and the mean run time per node-count bucket (``--buckets``
 edges, like the paper's size groups), a per-graph table, and whether the best dagopt
-method (approx-dp or a neural one) is at most inductor's peak on each graph.
+method (any but traced, inductor and lpmf) is at most inductor's peak on each graph.
 
 Every run is added to ``--out`` (CSV, rewritten atomically) as soon as it finishes, and
 each solver's order to ``--orders`` (order files); rerunning resumes, skipping the runs
 already there (``--fresh`` starts over; use another ``--out`` after changing
-``--beam-width`` or the model). ``--measure`` rebuilds the ``--measure-models`` at the
-small size in ``--measure-modes``, runs the traced and the best dagopt order as real fx
-modules and prints their measured peaks beside the predicted ones. ``--plot`` saves mean %
-change against mean run time per method (log time axis), like the paper's Figure 3.
+``--beam-width``, ``--anytime`` or the model). ``--measure`` rebuilds the
+``--measure-models`` at the small size in ``--measure-modes``, runs the traced and the
+best dagopt order as real fx modules and prints their measured peaks beside the
+predicted ones. ``--plot`` saves mean % change against mean run time per method (log
+time axis), like the paper's Figure 3.
 ``--jobs N`` / ``--ray ADDRESS`` run the solver runs on local processes or a Ray
 cluster, one core per run (``docs/scaling.md``).
 """
@@ -49,7 +51,7 @@ from dagopt.bench.realgraphs import (
     zoo_key,
     zoo_key_graph,
 )
-from dagopt.bench.script import positive_int, run_script, script_parser
+from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
 from dagopt.errors import DagoptError, InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
@@ -74,6 +76,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=1000,
         help="approx-dp beam width K (default 1000, about 4 s per 2,300-node training graph "
         "on 2 cores; the paper's K=100000 takes about 100x longer)",
+    )
+    parser.add_argument(
+        "--anytime",
+        type=positive_float,
+        metavar="SECONDS",
+        help="add the anytime method with this time limit (seconds)",
     )
     parser.add_argument("--neural", action="store_true", help="add the topoformer-* methods")
     parser.add_argument("--checkpoint", help="model file for the topoformer-* methods")
@@ -116,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
 def benchmark(args: argparse.Namespace, console: Console) -> int:
     for name in (*args.models, *(args.measure_models if args.measure else ())):
         get_model(name)  # unknown names: one-line InputError
-    methods = CLASSIC_METHODS + (NEURAL_METHODS if args.neural else [])
+    methods = (
+        CLASSIC_METHODS
+        + (["anytime"] if args.anytime else [])
+        + (NEURAL_METHODS if args.neural else [])
+    )
     keys = [
         zoo_key(name, size, mode)
         for name in args.models
@@ -140,6 +152,8 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
     def options(method: str) -> dict:
         if method in ("approx-dp", "anchored-dp"):
             return {"beam_width": args.beam_width}
+        if method == "anytime":
+            return {"time_limit": args.anytime}
         if method in NEURAL_METHODS and args.checkpoint:
             return {"checkpoint": args.checkpoint}
         return {}

@@ -86,6 +86,9 @@ def test_best_dagopt_against_peer_and_tables():
     assert not results["b/small/training"].matches_peer  # approx-dp 250 > inductor 200
     assert results["c/large/training"].matches_peer  # a tie counts
     assert results["a/small/inference"].best_dagopt.method == "approx-dp"
+    anytime = run("b/small/training", 400, "anytime", 190.0)
+    with_anytime = graph_results([*synthetic_runs(), anytime])
+    assert with_anytime[1].best_dagopt.method == "anytime" and with_anytime[1].matches_peer
     table = graph_table(list(results.values()), [TRACED, "inductor", "approx-dp"])
     assert "| b/small/training | 400 | 0.00 | 0.00 / 2 | 25.00 / 2 | approx-dp | NO |" in table
     buckets = bucket_table(summarize_buckets(list(results.values())))

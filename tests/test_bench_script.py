@@ -11,6 +11,7 @@ from dagopt.bench.script import (
     claim_results,
     non_negative_int,
     pattern,
+    positive_float,
     positive_int,
     run_script,
     zoo_graph_key,
@@ -51,6 +52,10 @@ def test_argument_types():
     for parse, text in ((positive_int, "0"), (non_negative_int, "-1"), (positive_int, "x")):
         with pytest.raises(argparse.ArgumentTypeError):
             parse(text)
+    assert positive_float("0.5") == 0.5
+    for text in ("0", "-1", "inf", "nan", "x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            positive_float(text)
     with pytest.raises(argparse.ArgumentTypeError, match="not a regular expression"):
         pattern("(")
     assert zoo_graph_key("gpt2/small/training") == "gpt2/small/training"

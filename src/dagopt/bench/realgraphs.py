@@ -41,6 +41,7 @@ PEER = "inductor"
 DAGOPT_METHODS = (
     "approx-dp",
     "anchored-dp",
+    "anytime",
     "topoformer-greedy",
     "topoformer-sample",
     "topoformer-beam",

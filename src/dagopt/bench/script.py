@@ -13,6 +13,7 @@ from its ``--out`` from mixing results of other options into a new table.
 
 import argparse
 import json
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -52,6 +53,17 @@ def positive_int(text: str) -> int:
 def non_negative_int(text: str) -> int:
     """An ``argparse`` type: an integer >= 0."""
     return _integer(text, 0)
+
+
+def positive_float(text: str) -> float:
+    """An ``argparse`` type: a finite number > 0 (a time limit in seconds...)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
 
 
 def zoo_graph_key(text: str) -> str:
