@@ -40,6 +40,7 @@ from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs
 from dagopt.bench.realgraphs import TRACED, change_percent, zoo_key_graph
 from dagopt.bench.script import (
     non_negative_int,
+    positive_float,
     positive_int,
     run_script,
     script_parser,
@@ -156,9 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="held-out layered graphs per size (0: the --zoo graphs only)",
     )
-    parser.add_argument("--limits", type=float, nargs="+", default=[1.0, 3.0, 10.0])
-    parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp row's K")
-    parser.add_argument("--reference-width", type=int, default=10_000, help="reference K")
+    parser.add_argument("--limits", type=positive_float, nargs="+", default=[1.0, 3.0, 10.0])
+    parser.add_argument("--beam-width", type=positive_int, default=1000, help="approx-dp row's K")
+    parser.add_argument("--reference-width", type=positive_int, default=10_000, help="reference K")
     parser.add_argument(
         "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
     )

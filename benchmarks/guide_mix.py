@@ -21,7 +21,13 @@ import time
 from pathlib import Path
 
 from dagopt.bench.realgraphs import change_percent, solve_outputs_kept, zoo_key_graph
-from dagopt.bench.script import claim_results, run_script, script_parser, zoo_graph_key
+from dagopt.bench.script import (
+    claim_results,
+    positive_float,
+    run_script,
+    script_parser,
+    zoo_graph_key,
+)
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives import peak_memory
 from dagopt.schedule.neural import guide_order
@@ -87,7 +93,7 @@ def main() -> None:
         "--zoo", type=zoo_graph_key, nargs="+", required=True, help="zoo graphs, model/size/mode"
     )
     parser.add_argument("--guides", nargs="+", required=True, help="model files or names")
-    parser.add_argument("--limit", type=float, default=10.0, help="anytime seconds")
+    parser.add_argument("--limit", type=positive_float, default=10.0, help="anytime seconds")
     parser.add_argument("--out", type=Path, default=Path("bench-out/guide-mix.csv"))
     parser.add_argument("--fresh", action="store_true", help="ignore rows already in --out")
     args = parser.parse_args()

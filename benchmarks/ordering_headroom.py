@@ -36,6 +36,7 @@ from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept, zoo_key_graph
 from dagopt.bench.script import (
     claim_results,
+    positive_float,
     positive_int,
     run_script,
     script_parser,
@@ -166,12 +167,18 @@ def main(argv: list[str] | None = None) -> int:
         default="test",
         help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
     )
-    parser.add_argument("--time-limit", type=float, default=10.0, help="anytime's, seconds")
-    parser.add_argument("--beam-width", type=int, default=1000, help="approx-dp's K")
+    parser.add_argument(
+        "--time-limit", type=positive_float, default=10.0, help="anytime's, seconds"
+    )
+    parser.add_argument("--beam-width", type=positive_int, default=1000, help="approx-dp's K")
     parser.add_argument("--exact-states", type=positive_int, default=1_000_000)
-    parser.add_argument("--exact-time", type=float, default=10.0)
-    parser.add_argument("--cut-time", type=float, default=600.0, help="cut_bound's, seconds")
-    parser.add_argument("--branch-time", type=float, default=60.0, help="branch_bound's, seconds")
+    parser.add_argument("--exact-time", type=positive_float, default=10.0)
+    parser.add_argument(
+        "--cut-time", type=positive_float, default=600.0, help="cut_bound's, seconds"
+    )
+    parser.add_argument(
+        "--branch-time", type=positive_float, default=60.0, help="branch_bound's, seconds"
+    )
     parser.add_argument("--out", default="bench-out/ordering-headroom.csv")
     parser.add_argument("--fresh", action="store_true", help="rerun everything")
     parser.add_argument(
@@ -180,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         "each layered graph's gaps to its reference peak",
     )
     parser.add_argument(
-        "--reference-width", type=int, default=10000, help="the reference runs' approx-dp K"
+        "--reference-width",
+        type=positive_int,
+        default=10000,
+        help="the reference runs' approx-dp K",
     )
     args = parser.parse_args(argv)
 

@@ -34,7 +34,7 @@ good solution says nothing about another.
 import numpy as np
 
 from dagopt.bench.placement import geomean_gap_percent
-from dagopt.bench.script import positive_int, run_script, script_parser
+from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
 from dagopt.generate.placement import generate_placement
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graphs", type=positive_int, default=16, help="validation graphs")
     parser.add_argument("--repeats", type=positive_int, default=3, help="BRKGA seeds per graph")
     parser.add_argument("--teacher-evaluations", type=int, default=30000)
-    parser.add_argument("--concentration", type=float, default=20.0)
+    parser.add_argument("--concentration", type=positive_float, default=20.0)
     args = parser.parse_args(argv)
     print(
         "| objective | "

@@ -13,7 +13,7 @@ priority mutants ``beta(c k, c (1 - k))`` around the keys ``k`` of the order pri
 
 import numpy as np
 
-from dagopt.bench.script import positive_int, run_script, script_parser
+from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
 from dagopt.generate.placement import placement_graph
 from dagopt.generate.seeds import validation_seeds
 from dagopt.objectives.devices import GIB, Devices
@@ -26,7 +26,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
     parser.add_argument("--graphs", type=positive_int, default=50, help="validation graphs")
     parser.add_argument(
-        "--concentrations", type=float, nargs="+", default=[7, 20, 50, 100, 300, 1000, 3000, 10000]
+        "--concentrations",
+        type=positive_float,
+        nargs="+",
+        default=[7, 20, 50, 100, 300, 1000, 3000, 10000],
     )
     args = parser.parse_args(argv)
     devices = Devices.homogeneous(2, memory=16 * GIB)

@@ -49,7 +49,13 @@ from dagopt.bench.placement import (
     runs_csv,
     summarize_placement,
 )
-from dagopt.bench.script import claim_results, positive_int, run_script, script_parser
+from dagopt.bench.script import (
+    claim_results,
+    positive_float,
+    positive_int,
+    run_script,
+    script_parser,
+)
 from dagopt.generate.placement import generate_placement
 from dagopt.io.atomic import write_text_atomic
 from dagopt.objectives.costmodel import OBJECTIVES
@@ -77,7 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--objectives", nargs="+", default=OBJECTIVES, choices=OBJECTIVES)
     parser.add_argument("--methods", nargs="+", default=METHODS)
-    parser.add_argument("--cp-time-limit", type=float, default=20.0, help="cp-sat, seconds")
+    parser.add_argument(
+        "--cp-time-limit", type=positive_float, default=20.0, help="cp-sat, seconds"
+    )
     parser.add_argument(
         "--cp-max-ops", type=int, default=60, help="run cp-sat on graphs of at most this many ops"
     )

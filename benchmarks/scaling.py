@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         "--evaluations", type=positive_int, default=20_000, help="BRKGA evaluations"
     )
     parser.add_argument("--layered-nodes", type=int, default=200)
-    parser.add_argument("--beam-width", type=int, default=20_000, help="approx-dp K")
+    parser.add_argument("--beam-width", type=positive_int, default=20_000, help="approx-dp K")
     parser.add_argument("--repeat", type=positive_int, default=3, help="best of this many runs")
     parser.add_argument("--no-ray", action="store_true", help="local processes only")
     args = parser.parse_args(argv)

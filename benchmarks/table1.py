@@ -36,7 +36,13 @@ from dagopt.bench.ordering import (
     summarize,
 )
 from dagopt.bench.parallel import add_executor_arguments, executor_from_arguments
-from dagopt.bench.script import claim_results, positive_int, run_script, script_parser
+from dagopt.bench.script import (
+    claim_results,
+    positive_float,
+    positive_int,
+    run_script,
+    script_parser,
+)
 from dagopt.graph import Graph
 from dagopt.io.atomic import write_text_atomic
 
@@ -54,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         default=[100_000, 10_000, 1_000],
         help="approx-dp beam width K for each size (one value, or one per size)",
     )
-    parser.add_argument("--dfs-dp-limit", type=float, default=60.0, help="dfs-dp cap, seconds")
+    parser.add_argument(
+        "--dfs-dp-limit", type=positive_float, default=60.0, help="dfs-dp cap, seconds"
+    )
     parser.add_argument(
         "--methods",
         nargs="+",

@@ -72,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=MODES)
     parser.add_argument(
         "--beam-width",
-        type=int,
+        type=positive_int,
         default=1000,
         help="approx-dp beam width K (default 1000, about 4 s per 2,300-node training graph "
         "on 2 cores; the paper's K=100000 takes about 100x longer)",

@@ -6,9 +6,10 @@ missing or unwritable file) is one line ``error: <message>`` on stderr and exit 
 2, Ctrl-C is ``error: interrupted`` and 130, and ``main``'s return value is the status
 otherwise. ``script_parser`` describes a script by its docstring. ``positive_int`` and
 ``non_negative_int`` are ``argparse`` types for counts, so that ``--graphs 0`` is
-refused up front instead of printing an empty table; ``pattern`` one for regular
-expressions, ``zoo_graph_key`` one for zoo graph keys. ``claim_results`` keeps a script that resumes
-from its ``--out`` from mixing results of other options into a new table.
+refused up front instead of printing an empty table; ``positive_float`` one for time
+limits, ``pattern`` one for regular expressions, ``zoo_graph_key`` one for zoo graph
+keys. ``claim_results`` keeps a script that resumes from its ``--out`` from mixing
+results of other options into a new table.
 """
 
 import argparse
