@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dagopt.bench.ordering import read_runs_csv
 from dagopt.errors import InputError
 
 SCRIPTS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
@@ -155,7 +156,7 @@ def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
     assert "| anytime |" in printed and "anytime % / s" in printed
     assert "best dagopt method (approx-dp, anchored-dp, anytime) <= inductor on 1/1" in printed
     runs = out.read_text()
-    peaks = {line.split(",")[2]: float(line.split(",")[3]) for line in runs.splitlines()[1:]}
+    peaks = {run.method: run.peak_memory for run in read_runs_csv(runs)}
     assert peaks["anytime"] <= peaks["inductor"]
     assert script.main(argv) == 0  # resumed: nothing new to run
     assert out.read_text() == runs

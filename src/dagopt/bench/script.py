@@ -36,14 +36,26 @@ def script_parser(doc: str) -> argparse.ArgumentParser:
     return argparse.ArgumentParser(description=doc.split("\n\n")[0])
 
 
-def _integer(text: str, least: int) -> int:
+def _number(
+    text: str,
+    convert: Callable[[str], Any],
+    noun: str,
+    accept: Callable[[Any], bool],
+    requirement: str,
+) -> Any:
+    """``text`` as ``convert`` reads it, if ``accept`` takes it; else an
+    ``ArgumentTypeError`` saying it is not ``noun`` or must be ``requirement``."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < least:
-        raise argparse.ArgumentTypeError(f"must be an integer >= {least}, got {value}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {noun}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"must be {requirement}, got {text}")
     return value
+
+
+def _integer(text: str, least: int) -> int:
+    return _number(text, int, "an integer", lambda v: v >= least, f"an integer >= {least}")
 
 
 def positive_int(text: str) -> int:
@@ -58,13 +70,9 @@ def non_negative_int(text: str) -> int:
 
 def positive_float(text: str) -> float:
     """An ``argparse`` type: a finite number > 0 (a time limit in seconds...)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
+    return _number(
+        text, float, "a number", lambda v: math.isfinite(v) and v > 0, "a finite number > 0"
+    )
 
 
 def zoo_graph_key(text: str) -> str:
