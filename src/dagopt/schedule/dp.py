@@ -269,8 +269,8 @@ def solve_anchored_dp(
     the anchor guarantees the result is at least as good as the compiler's own.
 
     Not a method of the paper, so its default beam is the K = 1000 of every table that
-    measures it (docs/results.md, Table 2), not approx-dp's 100000, which costs about
-    100x the time: minutes per real graph of a few thousand nodes."""
+    measures it (docs/results.md, Table 2: up to 33 s per zoo graph), not approx-dp's
+    100000, which costs about 100x the time (``benchmarks/table2.py --help``)."""
     if int(beam_width) < 1:
         raise SolverError(f"beam width must be >= 1, got {beam_width}")
     anchor = inductor_best_order(graph, keep_outputs=keep_outputs)[0]
