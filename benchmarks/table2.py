@@ -16,8 +16,9 @@ method (any but traced, inductor and lpmf) is at most inductor's peak on each gr
 
 Every run is added to ``--out`` (CSV, rewritten atomically) as soon as it finishes, and
 each solver's order to ``--orders`` (order files); rerunning resumes, skipping the runs
-already there (``--fresh`` starts over; use another ``--out`` after changing
-``--beam-width``, ``--anytime`` or the model). ``--measure`` rebuilds the
+already there. The options that change a result (``--beam-width``, ``--anytime``,
+``--checkpoint``) are recorded beside ``--out`` and a rerun under other ones stops with
+an error (``--fresh`` starts over, or give another ``--out``). ``--measure`` rebuilds the
 ``--measure-models`` at the small size in ``--measure-modes``, runs the traced and the
 best dagopt order as real fx modules and prints their measured peaks beside the
 predicted ones. ``--plot`` saves mean % change against mean run time per method (log
@@ -51,7 +52,13 @@ from dagopt.bench.realgraphs import (
     zoo_key,
     zoo_key_graph,
 )
-from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
+from dagopt.bench.script import (
+    claim_results,
+    positive_float,
+    positive_int,
+    run_script,
+    script_parser,
+)
 from dagopt.errors import DagoptError, InputError
 from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
@@ -162,7 +169,13 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         load_model(args.checkpoint)
     out = Path(args.out)
     orders_dir = Path(args.orders) if args.orders else out.with_name(out.stem + "-orders")
-    done = [] if args.fresh or not out.exists() else read_runs_csv(out.read_text())
+    result_options = {
+        "beam_width": args.beam_width,
+        "anytime": args.anytime,
+        "checkpoint": args.checkpoint,
+    }
+    resumed = claim_results(out, result_options, fresh=args.fresh)
+    done = read_runs_csv(out.read_text()) if resumed else []
     done = [r for r in done if r.graph in keys and r.method in methods]
     finished = {(r.graph, r.method) for r in done}
     runs = list(done)

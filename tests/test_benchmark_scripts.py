@@ -144,7 +144,8 @@ def test_configs_dataset_refuses_a_folder_git_does_not_track(tmp_path, capsys):
 
 def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
     """``table2.py --anytime`` runs dagopt's anytime on a real zoo graph beside the
-    paper's methods, counts it among dagopt's methods, and a rerun reuses every run."""
+    paper's methods, counts it among dagopt's methods, and a rerun reuses every run;
+    a rerun under another time limit is a one-line error that leaves the CSV as it was."""
     script = load(SCRIPTS[0].parent / "table2.py")
     out = tmp_path / "table2.csv"
     argv = [
@@ -159,4 +160,8 @@ def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
     peaks = {run.method: run.peak_memory for run in read_runs_csv(runs)}
     assert peaks["anytime"] <= peaks["inductor"]
     assert script.main(argv) == 0  # resumed: nothing new to run
+    assert out.read_text() == runs
+    other = [*argv[:7], "1.0", *argv[8:]]  # another --anytime limit: not mixed in
+    assert script.main(other) == 2
+    assert "anytime differs" in capsys.readouterr().err.replace("\n", " ")
     assert out.read_text() == runs
