@@ -33,6 +33,8 @@ def test_every_example_script_is_tested():
         "make_small_cnn.py",
         "order_layered_graph.py",
         "place_model.py",
+        "place_with_hsdag.py",
+        "rank_and_tune.py",
         "tpugraphs_roundtrip.py",
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
@@ -66,3 +68,18 @@ def test_place_model_saves_a_feasible_placement(tmp_path):
     assert len(searches) == 4 and all("feasible True" in line for line in searches)
     assert "single-device     runtime" in out and out.rstrip().endswith("wrote p.json")
     assert (tmp_path / "p.json").is_file()
+
+
+def test_rank_and_tune_ranks_with_the_shipped_models_and_beats_random_search(tmp_path):
+    out = run_example("rank_and_tune.py", "--seeds", "3", cwd=tmp_path)
+    taus = [float(line.split("Kendall tau ")[1]) for line in out.splitlines() if "Kendall" in line]
+    assert len(taus) == 2 and min(taus) > 0.5  # the measured order, not a random one
+    guided = float(out.split("TGraph's top 7: ")[1].split()[0])
+    drawn = float(out.split("random search, mean of 3 seeds: ")[1].split()[0])
+    assert 1.0 <= guided <= drawn
+
+
+def test_place_with_hsdag_measures_placements_and_keeps_the_outputs(tmp_path):
+    out = run_example("place_with_hsdag.py", "--episodes", "1", cwd=tmp_path)
+    assert "placements measured" in out and ", 0 failed" in out
+    assert out.rstrip().endswith("the placed model's output matches the model's: True")
