@@ -332,6 +332,16 @@ def test_python_dash_m_dagopt(tmp_path):
     assert help_text.returncode == 0 and "schedule" in help_text.stdout
 
 
+def test_help_paragraphs_are_wrapped_to_the_terminal_not_to_the_source():
+    """typer >= 0.29 keeps the line breaks of a docstring's later paragraphs; the root
+    group joins them, so a wide terminal shows a paragraph on one line."""
+    result = runner.invoke(app, ["train", "brkga", "--help"], env={"COLUMNS": "300"})
+    assert result.exit_code == 0
+    assert "Each setting's result is kept in OUT.partial.json until the search ends" in (
+        result.stdout
+    )
+
+
 def test_examples_writes_the_shipped_files_and_keeps_existing_ones(tmp_path):
     from dagopt.data import EXAMPLE_FILES
 

@@ -787,7 +787,32 @@ def test_rank_uses_the_model_shipped_for_the_collection():
     layout = sorted((MEASURED / "npz/layout/nlp/default/test").glob("*.npz"))[0]
     result = dagopt("rank", layout, "--collection", "layout:nlp:default", "--tta", "2")
     assert result.exit_code == 0, result.output
-    assert len(result.stdout.splitlines()) == 2 + 5
+    assert len(result.stdout.splitlines()) == 2 + 5 + 1
+
+
+def test_rank_scores_its_ranking_against_the_runtimes_a_file_holds():
+    """A measured file's ranking is printed with each configuration's runtime over the
+    fastest and the whole ranking's Kendall tau, both from the file's runtimes."""
+    path = sorted((MEASURED / "npz/layout/nlp/random/test").glob("*.npz"))[0]
+    result = dagopt("rank", path, "--collection", "layout:nlp:random", "--tta", "2", "--top", "3")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert re.search(
+        r"ranked in [\d.e-]+ s \(\+ [\d.e-]+ s reading the file and the model\)", lines[0]
+    )
+    runtimes = read_tpugraphs(path).config_runtime
+    relative = runtimes / runtimes.min()
+    rows = [line.split() for line in lines[2:5]]
+    assert [float(row[3]) for row in rows] == [round(relative[int(row[1])], 3) for row in rows]
+    scores = predict(
+        load_ranker(model_path(shipped_model_name("layout:nlp:random"))),
+        prepare(read_tpugraphs(path)),
+        permutations=2,
+    )
+    assert lines[5] == (
+        f"measured runtimes in the file: Kendall tau {kendall_tau(scores, runtimes):.3f}; "
+        f"the best of the top 3 runs {min(float(row[3]) for row in rows):.3f}x the fastest"
+    )
 
 
 def test_rank_checks_out_before_ranking_and_knows_a_tile_files_collection(tmp_path):

@@ -12,6 +12,7 @@ command leaves no partial file. A ``DagoptWarning`` (the work goes on) is one li
 reader (``| head``) ends the command quietly with status 1.
 """
 
+import inspect
 import os
 import sys
 import warnings
@@ -62,13 +63,32 @@ def _show_warning(
         python_shows(message, category, *args, **kwargs)
 
 
+def _unwrap_help(command: Any) -> None:
+    """Join the source lines of each paragraph of ``command``'s help text and of its
+    subcommands' (``--help`` wraps them to the terminal): typer >= 0.29 prints the
+    single line breaks of the paragraphs after the first as they stand in the
+    docstring, so they showed as ragged short lines. A paragraph that starts with
+    ``\\b`` keeps its lines, as in click."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(
+            p if p.startswith("\b") else " ".join(p.split("\n")) for p in paragraphs
+        )
+    for subcommand in getattr(command, "commands", {}).values():
+        _unwrap_help(subcommand)
+
+
 class _UserErrorGroup(TyperGroup):
     """Root command group that reports user errors in one line instead of a traceback.
 
     Usage errors of the root (``dagopt --bogus``) arise in ``make_context``, those of
     the commands (a bad option value) in ``invoke``, which parses the subcommand's
     arguments; both become one line. ``NoArgsIsHelpError`` (a group run without a
-    command) keeps printing the help."""
+    command) keeps printing the help. Help texts are unwrapped (``_unwrap_help``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _unwrap_help(self)
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         try:

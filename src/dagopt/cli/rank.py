@@ -1,5 +1,6 @@
 """``dagopt rank``: the configurations a trained TGraph model predicts fastest (paper 002)."""
 
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -47,25 +48,45 @@ def rank(
 ) -> None:
     """Rank GRAPH's configurations with a TGraph model; print the predicted best.
 
-    With --out, write the competition CSV (ID,TopConfigs: the top 5 for tile, every
-    configuration for layout). Every input and --out are checked before ranking."""
+    When the file holds measured runtimes, each printed configuration's runtime over
+    the fastest one's is shown (a tile file's normalised runtimes, which its metric
+    reads), with Kendall's tau of the whole ranking (paper 002, eq. 9). With --out,
+    write the competition CSV (ID,TopConfigs: the top 5 for tile, every configuration
+    for layout). Every input and --out are checked before ranking."""
     from dagopt.errors import InputError
     from dagopt.io.tpugraphs import submission_id, write_submission
-    from dagopt.objectives.ranking import TILE_TOP_K, top_configs
+    from dagopt.objectives.ranking import TILE_TOP_K, kendall_tau, top_configs
     from dagopt.rank.tgraph import open_ranking, predict
 
     check_output(out, graph, *([] if model is None else [model]))
+    began = time.perf_counter()
     ranking = open_ranking(graph, model=model, collection=collection)
+    loading = time.perf_counter() - began
     if out is not None and ranking.collection is None:
         raise InputError(
             "--out writes a submission CSV and needs --collection (the model records none)"
         )
+    began = time.perf_counter()
     scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
+    seconds = time.perf_counter() - began
     order = top_configs(scores)
-    console.print(f"{ranking.graph.name}: {order.size} configurations, predicted fastest first")
-    console.print("rank  config  score")
+    runtimes = ranking.graph.runtimes  # a tile file's normalised ones, as its metric
+    console.print(
+        f"{ranking.graph.name}: {order.size} configurations, predicted fastest first, "
+        f"ranked in {seconds:.3g} s (+ {loading:.3g} s reading the file and the model)"
+    )
+    console.print("rank  config  score" + ("  measured / fastest" if runtimes is not None else ""))
     for position, config in enumerate(order[:top], start=1):
-        console.print(f"{position:>4}  {config:>6}  {scores[config]:.4f}", markup=False)
+        row = f"{position:>4}  {config:>6}  {scores[config]:.4f}"
+        if runtimes is not None:
+            row += f"  {runtimes[config] / runtimes.min():.3f}"
+        console.print(row, markup=False)
+    if runtimes is not None:
+        console.print(
+            f"measured runtimes in the file: Kendall tau {kendall_tau(scores, runtimes):.3f}; "
+            f"the best of the top {min(top, order.size)} runs "
+            f"{runtimes[order[:top]].min() / runtimes.min():.3f}x the fastest"
+        )
     if out is not None:
         best = order[:TILE_TOP_K] if ranking.graph.kind == "tile" else order
         path = write_submission(out, {submission_id(ranking.collection, ranking.graph.name): best})
