@@ -828,6 +828,42 @@ def test_rank_checks_out_before_ranking_and_knows_a_tile_files_collection(tmp_pa
     assert list(read_submission(out)) == [f"tile:xla:{tile.stem}"]
 
 
+def test_rank_takes_a_folder_scores_the_collection_and_writes_one_submission(tmp_path):
+    """A folder of files is ranked file by file into one submission CSV (a row per
+    file), and the measured files' collection metric is the one evaluation computes."""
+    folder = MEASURED / "npz/tile/xla/test"
+    out = tmp_path / "sub.csv"
+    result = dagopt("rank", folder, "--tta", "1", "--top", "1", "--out", out)
+    assert result.exit_code == 0, result.output
+    files = sorted(folder.glob("*.npz"))
+    assert sorted(read_submission(out)) == sorted(f"tile:xla:{f.stem}" for f in files)
+    model = load_ranker(model_path(shipped_model_name("tile:xla")))
+    graphs = [prepare(read_tpugraphs(f)) for f in files]
+    expected = evaluate(model, graphs, permutations=1)
+    assert f"{len(files)} measured tile files: mean tile metric (eq. 10) {expected:.3f}" in (
+        result.stdout
+    )
+
+
+def test_rank_refuses_a_batch_it_cannot_finish_before_ranking(tmp_path):
+    """Two files of one name, an empty folder or a missing file among the inputs are one
+    line and exit 2 before any ranking is printed or any CSV written."""
+    tile = sorted((MEASURED / "npz/tile/xla/test").glob("*.npz"))[0]
+    (tmp_path / "other").mkdir()
+    shutil.copy(tile, tmp_path / "other" / tile.name)
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "sub.csv"
+    cases = [
+        ([tile, tmp_path / "other"], "would share one submission ID"),
+        ([tmp_path / "empty"], "no TpuGraphs files (.npz)"),
+        ([tile, tmp_path / "missing.npz"], "missing.npz: no such file"),
+    ]
+    for paths, message in cases:
+        result = dagopt("rank", *paths, "--tta", "1", "--out", out)
+        assert result.exit_code == 2 and message in result.stderr, result.output
+        assert result.stdout == "" and not out.exists()
+
+
 @pytest.mark.parametrize("collection", ["layout:nlp:random", "layout:xla:default"])
 def test_shipped_models_rank_held_out_graphs_well_above_chance(collection):
     """The shipped layout models on the held-out architectures of the measured dataset
