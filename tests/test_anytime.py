@@ -144,6 +144,22 @@ def test_kick_keeps_a_valid_order_and_its_profile():
     assert search.peak == pytest.approx(peak_memory(g, search.order), rel=1e-12)
 
 
+def test_a_window_dp_past_its_deadline_gives_no_order_and_the_order_stands():
+    """Past the deadline a window DP stops at once instead of finishing with its anchor
+    state (the current order again, seconds late on windows of thousands of steps):
+    the window, a kick and solve_window leave the order as it was."""
+    g = generate_layered(200, seed=5)
+    order = _random_topological_order(g, np.random.default_rng(0))
+    search = Search(g, order, keep_outputs=False)
+    assert search.try_window(40, 140, beam=8, deadline=0.0, seed=3) == (False, False)
+    search.kick(40, 140, beam=8, deadline=0.0, seed=3)
+    window_order, peak, exact = search.solve_window(40, 140, beam=8, deadline=0.0)
+    np.testing.assert_array_equal(search.order, order)
+    np.testing.assert_array_equal(window_order, order[40:140])
+    assert peak == np.inf and not exact
+    assert search.try_window(40, 140, beam=8, deadline=np.inf, seed=3)[0]  # it can improve
+
+
 def test_kicks_once_every_window_size_has_failed():
     g = generate_layered(300, seed=2)
     inductor = solve(g, "inductor")

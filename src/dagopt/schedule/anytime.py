@@ -56,9 +56,9 @@ Threads: ``threads`` searches (seeds ``seed + 7919 i``) run side by side in thre
 after a failed cycle restarts from the best order of any thread.
 
 Time: the kernels read the clock (``kernels.now``) between moves and DP steps; past
-the deadline a window DP narrows its beam to the anchored state and finishes in
-milliseconds. The whole-graph window is only started with a beam whose measured
-cost fits in the time left. Inductor's orders are computed within the time limit.
+the deadline a window DP stops and its window keeps its order (kicks too). The
+whole-graph window is only started with a beam whose measured cost fits in the time
+left. Inductor's orders are computed within the time limit.
 """
 
 import threading
@@ -253,16 +253,21 @@ class Search:
         self, a: int, b: int, *, beam: int, deadline: float
     ) -> tuple[np.ndarray, float, bool]:
         """The window DP's order of steps ``[a, b)`` (not applied), its peak over the
-        window, and whether it is exact."""
+        window, and whether it is exact; past ``deadline``, the current window order
+        with an infinite peak."""
         peak, _, exact = self._window_dp(a, b, beam, deadline, 0.0, 0)
+        if not np.isfinite(peak):
+            return self.order[a:b].copy(), peak, exact
         return self.window_out[: b - a].copy(), peak, exact
 
     def try_window(
         self, a: int, b: int, *, beam: int, deadline: float, seed: int
     ) -> tuple[bool, bool]:
         """Re-solve steps ``[a, b)`` and take the result unless it scores worse; returns
-        ``(improved, exact)``."""
+        ``(improved, exact)`` (``(False, False)`` when the deadline stopped the DP)."""
         peak, excess, exact = self._window_dp(a, b, beam, deadline, RANK_NOISE, seed)
+        if not np.isfinite(peak):
+            return False, False
         new_peak = max(peak, self._outside(a, b))
         new_excess = self.excess - (self.excess_sum[b] - self.excess_sum[a]) + excess
         tolerance = kernels.RELATIVE_TOLERANCE * self.peak
@@ -277,8 +282,10 @@ class Search:
     def kick(self, a: int, b: int, *, beam: int, deadline: float, seed: int) -> None:
         """Re-solve steps ``[a, b)`` by the window DP without its anchor and with a rank
         noise of ``KICK_NOISE``, and take the result whatever its score: the perturbation
-        of iterated local search."""
-        self._window_dp(a, b, beam, deadline, KICK_NOISE, seed, anchored=False)
+        of iterated local search (none when the deadline stopped the DP)."""
+        peak, _, _ = self._window_dp(a, b, beam, deadline, KICK_NOISE, seed, anchored=False)
+        if not np.isfinite(peak):
+            return
         self.order[a:b] = self.window_out[: b - a]
         self.refresh()
 

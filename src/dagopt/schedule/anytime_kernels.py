@@ -262,7 +262,9 @@ def window_dp(
     noise * U(0, 1)``, drawn from ``seed``, when ``noise`` is not 0) and, always, the state
     holding the current order's first nodes (as ``anchored-dp`` does), so the result's
     ``max(peak, floor)`` is never above the current order's. Once ``deadline``
-    (``perf_counter`` seconds) passes the beam narrows to that anchor state alone.
+    (``perf_counter`` seconds) passes the DP stops and returns ``(inf, inf, False)``,
+    writing nothing: finishing with the anchor state alone would give back the current
+    order, and on a window of thousands of steps would take seconds past the deadline.
 
     Writes the window order to ``out[:b - a]``; returns ``(peak, excess, exact)``:
     ``exact`` when no step was cut to the beam (then no window order has a lower
@@ -411,8 +413,8 @@ def window_dp(
                     if s == anchor and li == t:
                         anchor_child = o if o >= 0 else -1 - o
         table[c_slot[:children]] = -1
-        if width > 1 and now() > deadline:
-            width = 1
+        if now() > deadline:  # no result: the caller keeps its order
+            return np.inf, np.inf, False
         if children > width:
             exact = False
             for c in range(children):
