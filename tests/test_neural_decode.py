@@ -36,6 +36,8 @@ def test_beam_width_one_is_greedy(g, seed):
     y = priorities_for(g, seed)
     beam, _, _ = state_dp(g, beam_width=1, keep_outputs=False, priorities=y)
     assert np.array_equal(beam, greedy_order(g, y))
+    timed, _, _ = state_dp(g, beam_width=1, keep_outputs=False, priorities=y, time_limit=0.0)
+    assert np.array_equal(timed, beam)  # the greedy tail past the limit, in one kernel
 
 
 @settings(max_examples=30, deadline=None)

@@ -9,6 +9,7 @@ from dagopt import Graph, InputError, SolverError
 from dagopt.generate import generate_layered
 from dagopt.objectives import peak_memory
 from dagopt.schedule import SOLVERS, solve
+from dagopt.schedule.dp import state_dp
 from dags import all_topological_orders, dags, reference_peak, sparse_dag
 
 HEURISTICS = ["bfs", "dfs", "random", "lpmf", "inductor-bfs", "inductor-dfs", "inductor"]
@@ -112,6 +113,26 @@ def test_approx_dp_time_limit_finishes_greedily_and_says_so():
     assert g.is_topological(schedule.order)
     assert schedule.proved_optimal is False
     assert schedule.info["time_limit_hit_at_step"] == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(min_nodes=2, max_nodes=40, integer_sizes=False), st.booleans())
+def test_the_greedy_tail_past_a_time_limit_is_the_dp_at_width_one(g, keep):
+    """Past its time limit the set DP finishes in one kernel (``greedy_tail``) what it
+    would do step by step at beam width 1: the child least by (peak, live)."""
+    stepwise, stepwise_exact, _ = state_dp(g, beam_width=1, keep_outputs=keep)
+    timed, exact, info = state_dp(g, beam_width=1, keep_outputs=keep, time_limit=0.0)
+    assert info["time_limit_hit_at_step"] == 1 and exact == stepwise_exact
+    assert np.array_equal(timed, stepwise)
+
+
+def test_anchored_dp_past_its_time_limit_returns_its_anchor():
+    """At width 1 the anchored beam keeps the anchor's state alone, so past the limit
+    the anchor order (Inductor's best) is the answer, given at once."""
+    g = generate_layered(300, seed=1)
+    timed = solve(g, "anchored-dp", beam_width=1000, time_limit=0.0)
+    assert np.array_equal(timed.order, solve(g, "inductor").order)
+    assert timed.info["time_limit_hit_at_step"] == 1
 
 
 def test_exact_dp_time_limit_is_a_clear_error():

@@ -5,9 +5,10 @@ peak of any partial order reaching it. Every state is expanded by each of its
 ready nodes, children with the same set are collapsed to the one of least peak,
 and ``approx-dp`` keeps the best ``K`` children (by peak so far, ties by live
 memory), default ``K = 100000`` as in the paper; when a time limit runs out it
-finishes the remaining steps with ``K = 1`` (greedy on the best state) and says so
-in ``info``. ``exact-dp`` keeps every state and is exact; it stops with a clear
-error once a step exceeds its state budget or the time limit.
+finishes the remaining steps with ``K = 1`` (greedy on the best state, in one kernel:
+``greedy_tail``; with an anchor, the anchor order) and says so in ``info``.
+``exact-dp`` keeps every state and is exact; it stops with a clear error once a step
+exceeds its state budget or the time limit.
 Expansion and materialisation run in parallel (numba ``prange``) on all cores.
 """
 
@@ -26,6 +27,7 @@ from dagopt.schedule.dp_kernels import (
     collapse,
     count_children,
     expand,
+    greedy_tail,
     materialize,
 )
 from dagopt.schedule.inductor import inductor_best_order
@@ -145,7 +147,20 @@ def state_dp(
     exact = True
     widest = 1
     width, late = beam_width, 0
+    tail = np.zeros(0, dtype=np.int64)
     for t in range(n):
+        if late and anchor is not None:  # at width 1 the anchor's state is the one kept
+            info = {"widest_step": widest, "beam_width": beam_width, "time_limit_hit_at_step": late}
+            return np.array(anchor, dtype=np.int64), False, info
+        if late and sets.shape[0] == 1:  # the rest at width 1, in one kernel
+            tail, _, branched = greedy_tail(
+                sets[0].copy(), ready[0].copy(), live[0], peak[0],
+                np.zeros(0) if priorities is None else priorities,
+                dpg.pred_ptr, dpg.pred_idx, dpg.succ_ptr, dpg.succ_idx, dpg.succ_mask,
+                dpg.pred_mask, dpg.mem, dpg.run_mem, dpg.self_free,
+            )  # fmt: skip
+            exact = exact and not branched
+            break
         report(f"set DP ({name}): step {t + 1:,} of {n:,}, {sets.shape[0]:,} states", t, n)
         offsets = np.cumsum(count_children(ready, sets.shape[0]))
         check_fits(  # what this step allocates beyond the arrays already held
@@ -197,9 +212,10 @@ def state_dp(
             width, late = 1, t + 1
     order = np.empty(n, dtype=np.int64)
     state = int(np.argmin(peak))
-    for t in range(n - 1, -1, -1):
+    for t in range(len(nodes) - 1, -1, -1):
         order[t] = nodes[t][state]
         state = int(parents[t][state])
+    order[len(nodes) :] = tail
     info = {"widest_step": int(widest), "beam_width": beam_width, "time_limit_hit_at_step": late}
     return order, exact, info
 

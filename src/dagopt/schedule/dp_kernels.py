@@ -228,6 +228,64 @@ def _collapse_part(sets, c_parent, c_node, c_hash, c_peak, c_live, part, parts, 
     return unique
 
 
+@njit(cache=True)
+def greedy_tail(
+    executed, ready, live, peak, priorities,
+    pred_ptr, pred_idx, succ_ptr, succ_idx, succ_mask, pred_mask, mem, run_mem, self_free,
+):  # fmt: skip
+    """The rest of the set DP at beam width 1 from one state (``executed``, ``ready``:
+    bitsets, both updated in place), in one kernel: each step keeps the child least by
+    ``(peak, live)`` (as ``expand`` scores children), or with ``priorities`` the ready
+    node of highest priority (eq. 8's greedy step); ties to the lower node index.
+    Returns the remaining nodes in order, the final peak and whether a step had more
+    than one ready node (then the DP was cut to its beam: not exact)."""
+    words = executed.size
+    n = mem.size
+    done = 0
+    for w in range(words):
+        done += popcount(executed[w])
+    out = np.empty(n - done, dtype=np.int64)
+    branched = False
+    for t in range(n - done):
+        best, best_peak, best_live, best_key = -1, np.inf, np.inf, -np.inf
+        for w in range(words):
+            bits = ready[w]
+            while bits:
+                v = w * 64 + lowest_bit(bits)
+                bits &= bits - np.uint64(1)
+                branched = branched or best >= 0
+                if priorities.size:
+                    if priorities[v] > best_key:
+                        best, best_key = v, priorities[v]
+                    continue
+                bit = np.uint64(1) << np.uint64(v & 63)
+                executed[w] |= bit
+                freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
+                executed[w] &= ~bit
+                child_peak = max(peak, live + run_mem[v])
+                child_live = live + mem[v] - freed
+                if child_peak < best_peak or (child_peak == best_peak and child_live < best_live):
+                    best, best_peak, best_live = v, child_peak, child_live
+        v = best
+        bit = np.uint64(1) << np.uint64(v & 63)
+        executed[v >> 6] |= bit
+        ready[v >> 6] &= ~bit
+        freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
+        peak = max(peak, live + run_mem[v])
+        live = live + mem[v] - freed
+        for k in range(succ_ptr[v], succ_ptr[v + 1]):
+            x = succ_idx[k]
+            runnable = True
+            for w in range(words):
+                if pred_mask[x, w] & ~executed[w]:
+                    runnable = False
+                    break
+            if runnable:
+                ready[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
+        out[t] = v
+    return out, peak, branched
+
+
 @njit(cache=True, parallel=True)
 def materialize(sets, ready, chosen, c_parent, c_node, c_hash, pred_mask, succ_ptr, succ_idx):
     """Bitsets and ready sets of the chosen children."""
