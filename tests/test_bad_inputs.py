@@ -413,7 +413,8 @@ ROWS = [
     Row("train-brkga-zero-graphs", "train brkga --objective runtime --graphs 0", "'--graphs'"),
     # ------------------------------------------------ rank, train tgraph, tgraph-ensemble
     Row("rank-negative-seed", "rank t.npz --seed -1", "'--seed'", {"t.npz": TILE}),
-    Row("rank-a-directory", "rank adir", "adir: is a directory", {"adir/keep.txt": "x"}),
+    Row("rank-a-folder-without-npz", "rank adir", "adir: no TpuGraphs files (.npz)",
+        {"adir/keep.txt": "x"}),
     Row("rank-model-a-directory", "rank t.npz --model adir", "adir: is a directory",
         {"t.npz": TILE, "adir/keep.txt": "x"}),
     Row("rank-unknown-collection", "rank t.npz --collection bogus", "unknown collection 'bogus'",
