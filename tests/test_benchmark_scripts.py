@@ -165,3 +165,19 @@ def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
     assert script.main(other) == 2
     assert "anytime differs" in capsys.readouterr().err.replace("\n", " ")
     assert out.read_text() == runs
+
+
+def test_time_limits_times_each_method_once_per_limit(tmp_path, capsys):
+    """``time_limits.py`` on a graph file: a row per method and limit, in order (how
+    long each ran is the benchmark's to report, not a test's to assert)."""
+    from dagopt.generate import generate_layered
+    from dagopt.io import write_graph_json
+
+    path = write_graph_json(generate_layered(200, seed=3), tmp_path / "g.json")
+    script = load(SCRIPTS[0].parent / "time_limits.py")
+    argv = ["--graph", str(path), "--limits", "0.1", "0.2", "--methods", "anytime", "dfs-dp"]
+    assert script.main(argv) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[4:]]
+    assert [(row[0], row[1]) for row in rows] == [
+        ("| anytime", "0.1"), ("| anytime", "0.2"), ("| dfs-dp", "0.1"), ("| dfs-dp", "0.2"),
+    ]  # fmt: skip

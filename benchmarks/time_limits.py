@@ -1,0 +1,92 @@
+"""Do the time-limited ordering methods stop at ``--time-limit`` on a large real graph?
+
+    python benchmarks/time_limits.py                       # GPT-2 at 96 layers, 1 and 10 s
+    python benchmarks/time_limits.py --graph g.json --limits 2 --methods anytime dfs-dp
+
+The graph is GPT-2's architecture at ``--layers`` layers (width 256, 4 heads, 128
+tokens, random weights, untied head) exported for training with torch.export, 18,545
+nodes at 96 layers (docs/results.md, "A deep real model at scale"), or a graph file
+(``--graph``). Each method runs once per limit, with the graph outputs kept, after a
+first call on a tiny graph (``solve``'s warm-up: kernels compiled or loaded). The table
+gives the solver's time (``Schedule.seconds``, the work itself), how far past the limit
+it ended and the peak. Exporting and loading the graph are reported apart. A method
+whose first answer takes longer than the limit (``dfs-dp``'s first complete order)
+shows it here: the limit stops searches, not the first answer.
+"""
+
+import time
+
+from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
+from dagopt.bench.timing import format_seconds
+from dagopt.graph import Graph
+from dagopt.io import load
+from dagopt.schedule import solve
+
+#: Each method with the options it runs under: approx-dp's default beam (100,000) does
+#: not fit in memory at 18,545 nodes.
+METHOD_OPTIONS = {
+    "anytime": {},
+    "approx-dp": {"beam_width": 64},
+    "anchored-dp": {},
+    "dfs-dp": {},
+    "random": {},
+}
+
+
+def deep_gpt2(layers: int) -> Graph:
+    """The training graph of GPT-2's architecture at ``layers`` layers (module docstring)."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from dagopt.io.torch import graph_from_module
+
+    class Logits(torch.nn.Module):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.model(input_ids=ids).logits
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        n_layer=layers, n_embd=256, n_head=4, use_cache=False,
+        attn_implementation="eager", tie_word_embeddings=False,
+    )  # fmt: skip
+    ids = torch.randint(0, config.vocab_size, (1, 128))
+    return graph_from_module(Logits(GPT2LMHeadModel(config)), ids, mode="training").graph
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = script_parser(__doc__)
+    parser.add_argument("--graph", help="a graph file instead of the deep GPT-2")
+    parser.add_argument("--layers", type=positive_int, default=96)
+    parser.add_argument("--limits", type=positive_float, nargs="+", default=[1.0, 10.0])
+    parser.add_argument(
+        "--methods", nargs="+", choices=sorted(METHOD_OPTIONS), default=list(METHOD_OPTIONS)
+    )
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+    graph = load(args.graph) if args.graph else deep_gpt2(args.layers)
+    made = format_seconds(time.perf_counter() - began)
+    print(
+        f"{graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, "
+        f"{'loaded' if args.graph else 'exported'} in {made} s\n"
+    )
+    print(markdown_row(["method", "limit s", "s", "past the limit s", "peak"]))
+    print(markdown_rule("lrrrr"))
+    for method in args.methods:
+        for limit in args.limits:
+            run = solve(
+                graph, method, seed=0, time_limit=limit, keep_outputs=True,
+                **METHOD_OPTIONS[method],
+            )  # fmt: skip
+            row = [method, f"{limit:g}", format_seconds(run.seconds)]
+            row += [format_seconds(max(0.0, run.seconds - limit)), f"{run.peak_memory:.6g}"]
+            print(markdown_row(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    run_script(main)
