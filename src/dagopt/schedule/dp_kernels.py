@@ -73,19 +73,22 @@ def popcount(word):
 
 
 @njit(cache=True, inline="always")
+def within(mask, executed):
+    """Whether every node of bitset ``mask`` is in bitset ``executed``."""
+    for w in range(executed.size):  # noqa: SIM110  (a loop numba compiles to an early exit)
+        if mask[w] & ~executed[w]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free):
     """Memory released right after ``v`` runs, given ``executed`` already includes ``v``:
     each predecessor whose successors have now all run, plus ``v`` itself if a sink."""
     freed = self_free[v]
-    words = executed.size
     for k in range(pred_ptr[v], pred_ptr[v + 1]):
         u = pred_idx[k]
-        done = True
-        for w in range(words):
-            if succ_mask[u, w] & ~executed[w]:
-                done = False
-                break
-        if done:
+        if within(succ_mask[u], executed):
             freed += mem[u]
     return freed
 
@@ -275,12 +278,7 @@ def greedy_tail(
         live = live + mem[v] - freed
         for k in range(succ_ptr[v], succ_ptr[v + 1]):
             x = succ_idx[k]
-            runnable = True
-            for w in range(words):
-                if pred_mask[x, w] & ~executed[w]:
-                    runnable = False
-                    break
-            if runnable:
+            if within(pred_mask[x], executed):
                 ready[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
         out[t] = v
     return out, peak, branched
@@ -306,12 +304,7 @@ def materialize(sets, ready, chosen, c_parent, c_node, c_hash, pred_mask, succ_p
         new_ready[i, v >> 6] &= ~bit
         for k in range(succ_ptr[v], succ_ptr[v + 1]):
             t = succ_idx[k]
-            runnable = True
-            for w in range(words):
-                if pred_mask[t, w] & ~new_sets[i, w]:
-                    runnable = False
-                    break
-            if runnable:
+            if within(pred_mask[t], new_sets[i]):
                 new_ready[i, t >> 6] |= np.uint64(1) << np.uint64(t & 63)
         new_hash[i] = c_hash[c]
     return new_sets, new_ready, new_hash
