@@ -80,6 +80,32 @@ def test_the_fractal_dimension_is_about_one_on_a_path_and_two_on_a_grid():
     assert fractal_dimension(Graph(2, [0], [1], mem=np.ones(2))).tolist() == [0.0, 0.0]
 
 
+def reference_fractal_dimension(graph: Graph) -> np.ndarray:
+    """Eq. 4 spelled out with networkx's hop distances: the least-squares slope of
+    ``log N(v, r)`` on ``log r`` over the distances ``r >= 1`` that ``v`` reaches."""
+    import networkx as nx
+
+    undirected = nx.Graph()
+    undirected.add_nodes_from(range(graph.num_nodes))
+    undirected.add_edges_from(zip(*(e.tolist() for e in graph.edges), strict=True))
+    out = np.zeros(graph.num_nodes)
+    for v in range(graph.num_nodes):
+        hops = np.array(list(nx.single_source_shortest_path_length(undirected, v).values()))
+        radii = np.unique(hops[hops > 0])
+        if radii.size >= 2:
+            within = np.array([(hops <= r).sum() for r in radii], dtype=float)
+            out[v] = np.polyfit(np.log(radii), np.log(within), 1)[0]
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_fractal_dimension_is_eq_4_on_layered_graphs(seed):
+    graph = generate_layered(120, seed=seed)
+    np.testing.assert_allclose(
+        fractal_dimension(graph), reference_fractal_dimension(graph), rtol=1e-9, atol=1e-12
+    )
+
+
 def test_positional_encoding_follows_eq_5():
     graph = Graph(3, [2, 0], [0, 1], mem=np.ones(3))  # topological order 2, 0, 1
     pe = positional_encoding(graph, 4)
