@@ -135,6 +135,19 @@ def test_anchored_dp_past_its_time_limit_returns_its_anchor():
     assert timed.info["time_limit_hit_at_step"] == 1
 
 
+def test_dfs_dp_candidate_lists_grow_without_changing_the_search(monkeypatch):
+    """The candidate lists of the path live in one array that doubles when they outgrow
+    it: starting from one entry per node, the search is the same, draw for draw."""
+    from dagopt.schedule import dfs_dp
+
+    graphs = [generate_layered(40, seed=seed) for seed in range(3)]
+    wide = [dfs_dp.depth_first_dp(g, seed=1, time_limit=60, keep_outputs=False) for g in graphs]
+    monkeypatch.setattr(dfs_dp, "FIRST_CANDIDATES", 1)
+    for g, (order, finished, info) in zip(graphs, wide, strict=True):
+        grown = dfs_dp.depth_first_dp(g, seed=1, time_limit=60, keep_outputs=False)
+        assert np.array_equal(grown[0], order) and grown[1] == finished and grown[2] == info
+
+
 def test_exact_dp_time_limit_is_a_clear_error():
     with pytest.raises(SolverError, match="exceeded the time limit"):
         solve(sparse_dag(60, 0.02, seed=3), "exact-dp", time_limit=0.0)

@@ -27,6 +27,10 @@ from dagopt.resources import check_fits
 from dagopt.schedule.base import SolverResult, register
 
 MAX_MEMO_BITS = 22
+#: The candidate lists of the current path start in ``FIRST_CANDIDATES * (n + 1)``
+#: entries and double when they outgrow them (a list per depth as an ``(n + 1, n)``
+#: matrix took 2.75 GB at 18,545 nodes).
+FIRST_CANDIDATES = 8
 #: Iterations of the first chunk of the kernel, then sized to take ``CHUNK_SECONDS``
 #: at the rate measured so far (an iteration costs more on larger graphs: 34 us at
 #: 18,545 nodes, where a fixed 200,000 took 6.8 s past a 1 s limit).
@@ -70,13 +74,16 @@ def _memo_improves(keys, values, key, peak, fill):
 
 @njit(cache=True)
 def _search(
-    state, fill, cand, cand_count, cand_pos, order, live, peak, hashes,
+    state, fill, cand, cand_start, cand_count, cand_pos, order, live, peak, hashes,
     missing, pending, memo_keys, memo_values, best_order, best,
     succ_ptr, succ_idx, pred_ptr, pred_idx, mem, run_mem, self_free, zobrist, bound, steps,
 ):  # fmt: skip
     """Advance the depth-first search by at most ``steps`` node choices.
 
-    ``state = [depth, finished, iterations]``; ``best[0]`` is the incumbent peak.
+    ``state = [depth, finished, iterations, needs room]``; ``best[0]`` is the incumbent
+    peak. The candidates of depth ``d`` are ``cand[cand_start[d]:][:cand_count[d]]``, one
+    list after another along the current path; a choice whose list would not fit in
+    ``cand`` stops the chunk before changing anything, with ``needs room`` set.
     Returns nothing; all progress lives in the arrays.
     """
     n = mem.size
@@ -100,7 +107,13 @@ def _search(
             d -= 1
             _undo(order[d], missing, pending, succ_ptr, succ_idx, pred_ptr, pred_idx)
             continue
-        v = cand[d, cand_pos[d]]
+        here = cand_start[d]
+        v = cand[here + cand_pos[d]]
+        below = here + cand_count[d]  # where the list of depth d + 1 goes
+        if below + cand_count[d] - 1 + succ_ptr[v + 1] - succ_ptr[v] > cand.size:
+            state[2] -= 1
+            state[3] = 1
+            break
         cand_pos[d] += 1
         new_peak = max(peak[d], live[d] + run_mem[v])
         if new_peak >= best[0]:
@@ -115,21 +128,22 @@ def _search(
             if pending[u] == 0:
                 freed += mem[u]
         count = 0
-        for i in range(cand_count[d]):
-            if cand[d, i] != v:
-                cand[d + 1, count] = cand[d, i]
+        for i in range(here, below):
+            if cand[i] != v:
+                cand[below + count] = cand[i]
                 count += 1
         for k in range(succ_ptr[v], succ_ptr[v + 1]):
             w = succ_idx[k]
             missing[w] -= 1
             if missing[w] == 0:
-                cand[d + 1, count] = w
+                cand[below + count] = w
                 count += 1
-        _shuffle(cand[d + 1], count)
+        _shuffle(cand[below:], count)
         order[d] = v
         live[d + 1] = live[d] + mem[v] - freed
         peak[d + 1] = new_peak
         hashes[d + 1] = key
+        cand_start[d + 1] = below
         cand_count[d + 1] = count
         cand_pos[d + 1] = 0
         d += 1
@@ -144,6 +158,16 @@ def _undo(v, missing, pending, succ_ptr, succ_idx, pred_ptr, pred_idx):
         missing[succ_idx[k]] += 1
 
 
+def _grown(cand: np.ndarray) -> np.ndarray:
+    """``cand`` copied into an array twice its size (checked to fit in memory)."""
+    check_fits(
+        2.0 * cand.size * 8, "dfs-dp's candidate lists (doubled)", "use approx-dp or inductor"
+    )
+    grown = np.zeros(2 * cand.size, dtype=np.int64)
+    grown[: cand.size] = cand
+    return grown
+
+
 def depth_first_dp(
     graph: Graph, *, seed: int, time_limit: float, keep_outputs: bool
 ) -> tuple[np.ndarray, bool, dict]:
@@ -153,25 +177,26 @@ def depth_first_dp(
         return np.zeros(0, dtype=np.int64), True, {}
     memo_size = 2 ** min(MAX_MEMO_BITS, 14 + int(np.ceil(np.log2(n + 1))))
     check_fits(
-        (n + 1.0) * n * 8 + memo_size * 16.0,
-        f"dfs-dp on {n:,} nodes (a candidate list per depth)",
+        memo_size * 16.0 + FIRST_CANDIDATES * (n + 1) * 8.0,
+        f"dfs-dp on {n:,} nodes (its memo and candidate lists)",
         "use approx-dp or inductor",
     )
     _seed(seed)
     missing = graph.in_degree.astype(np.int64)
     pending = graph.out_degree.astype(np.int64)
-    cand = np.zeros((n + 1, n), dtype=np.int64)
+    cand = np.zeros(FIRST_CANDIDATES * (n + 1), dtype=np.int64)
     sources = np.flatnonzero(missing == 0)
-    cand[0, : sources.size] = sources
-    _shuffle(cand[0], sources.size)
+    cand[: sources.size] = sources
+    _shuffle(cand, sources.size)
     cand_count = np.zeros(n + 1, dtype=np.int64)
     cand_count[0] = sources.size
     zobrist = np.random.default_rng(0x5EED).integers(1, 2**63, size=n, dtype=np.int64)
     sinks = graph.out_degree == 0
     arrays = dict(
-        state=np.zeros(3, dtype=np.int64),
+        state=np.zeros(4, dtype=np.int64),
         fill=np.zeros(1, dtype=np.int64),
         cand=cand,
+        cand_start=np.zeros(n + 1, dtype=np.int64),
         cand_count=cand_count,
         cand_pos=np.zeros(n + 1, dtype=np.int64),
         order=np.zeros(n, dtype=np.int64),
@@ -199,6 +224,9 @@ def depth_first_dp(
     while True:
         began = time.perf_counter()
         _search(**arrays, steps=steps)
+        if arrays["state"][3]:  # the candidate lists of the path outgrew their array
+            arrays["state"][3] = 0
+            arrays["cand"] = _grown(arrays["cand"])
         finished = bool(arrays["state"][1])
         found = np.isfinite(arrays["best"][0])
         elapsed = time.perf_counter() - start
