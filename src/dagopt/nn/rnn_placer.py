@@ -10,6 +10,8 @@ decoder's input at step ``t`` is the embedding of the device it chose at ``t - 1
 logits ``W_o [d_t, c_t]``.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -28,9 +30,12 @@ class RnnPlacer(nn.Module):
         self.attention = nn.Linear(hidden, 1, bias=False)
         self.out = nn.Linear(2 * hidden, num_devices)
 
-    def forward(self, x: torch.Tensor, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, x: torch.Tensor, batch: int, stop: Callable[[], bool] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor] | None:
         """``batch`` sampled placements ``(batch, n)`` of the groups with features
-        ``x`` ``(n, F)``, and their log-probabilities ``(batch,)``."""
+        ``x`` ``(n, F)``, and their log-probabilities ``(batch,)``; ``None`` when
+        ``stop`` (asked before each group's step) says to give up the pass."""
         encoded, _ = self.encoder(x[None])
         encoded = encoded.expand(batch, -1, -1)  # (B, n, H)
         keys = self.attend_encoder(encoded)
@@ -38,6 +43,8 @@ class RnnPlacer(nn.Module):
         previous = torch.full((batch,), self.num_devices, dtype=torch.long)
         actions, log_prob = [], encoded.new_zeros(batch)
         for t in range(encoded.shape[1]):
+            if stop is not None and stop():
+                return None
             step = torch.cat([self.device_embedding(previous), encoded[:, t]], dim=1)
             hidden, cell = self.decoder(step, (hidden, cell))
             score = self.attention(torch.tanh(keys + self.attend_decoder(hidden)[:, None]))

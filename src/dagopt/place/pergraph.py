@@ -118,12 +118,23 @@ class PerGraphSearch:
     def out_of_time(self) -> bool:
         return time.perf_counter() > self.deadline
 
+    def cut_short(self) -> bool:
+        """Whether an episode must stop where it is, unmeasured: the time limit has
+        passed (``stopped_by_time_limit``). The placements measured so far stand, at
+        least the all-on-device-0 one of ``start``: a pass of Placeto or the RNN placer
+        is a network step per group, hours on graphs of thousands of groups."""
+        if self.out_of_time():
+            self.stopped_by_time_limit = True
+        return self.stopped_by_time_limit
+
     def episodes(self, name: str, count: int) -> Iterator[int]:
         """``0 .. count - 1``: after each episode its progress is reported (``name``) and
         the loop ends early once the time limit has passed (``stopped_by_time_limit``;
-        at least one episode runs)."""
+        an episode cut short by ``cut_short`` ends it too)."""
         for episode in range(int(count)):
             yield episode
+            if self.stopped_by_time_limit:  # cut short inside the episode: not counted
+                return
             self.episodes_run = episode + 1
             report(f"{name}: episodes", episode + 1, int(count))
             if self.out_of_time() and episode + 1 < count:

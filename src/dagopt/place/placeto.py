@@ -57,6 +57,8 @@ def placeto(
             placed = torch.zeros(search.groups, dtype=torch.bool)
             log_prob = torch.zeros(int(steps))
             for node in quotient.topological_order.tolist():
+                if search.cut_short():
+                    break
                 sampler = torch.distributions.Categorical(logits=policy(x, devices, placed, node))
                 action = sampler.sample()
                 log_prob = log_prob + sampler.log_prob(action)
@@ -64,6 +66,8 @@ def placeto(
                 devices[:, node] = action
                 placed = placed.clone()
                 placed[node] = True
+            if search.stopped_by_time_limit:
+                break
             reward = torch.from_numpy(-search.measure(devices.numpy()))
             reinforce_step(optimizer, critic, log_prob, reward)
     return search.result()

@@ -51,7 +51,10 @@ def rnn_placer(
     critic = ExponentialBaseline()
     with one_thread():
         for _ in search.episodes("rnn-placer", episodes):
-            actions, log_prob = policy(x, int(steps))
+            sampled = policy(x, int(steps), stop=search.cut_short)
+            if sampled is None:
+                break
+            actions, log_prob = sampled
             devices = np.empty((int(steps), search.groups), dtype=np.int64)
             devices[:, order] = actions.numpy()
             reward = torch.from_numpy(-np.sqrt(search.measure(devices)))
