@@ -64,6 +64,15 @@ def test_idrs_spends_its_budget_on_samples(graph):
     assert place(graph, "idrs", seed=1, evaluations=1200).cost == result.cost
 
 
+def test_idrs_under_a_time_limit_draws_the_same_samples_in_timed_batches(graph):
+    """With a time limit the samples come in batches sized to the clock, the same draws:
+    given time to spend its budget, idrs finds what it finds without a limit."""
+    free = place(graph, "idrs", seed=1, evaluations=1200)
+    timed = place(graph, "idrs", seed=1, evaluations=1200, time_limit=600)
+    assert timed.evaluations == 1200 and timed.cost == free.cost
+    assert np.array_equal(timed.device_of, free.device_of)
+
+
 def test_random_search_keeps_the_best_sample(graph):
     problem = PlacementProblem(graph, Devices(), "runtime")
     uniform = MutantDistributions.uniform(graph.num_nodes, 2)

@@ -20,7 +20,7 @@ import numpy as np
 from dagopt.configs import check_option
 from dagopt.errors import InputError
 from dagopt.graph import Graph
-from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
+from dagopt.place.base import PlacementProblem, PlacerResult, register_placer, time_left
 from dagopt.place.brkga import (
     OPTION_NAMES,
     BrkgaParams,
@@ -84,9 +84,8 @@ def brkga_prior(
         problem.graph.num_nodes, problem.num_devices, concentration, priority_keys=keys
     )
     params = BrkgaParams.from_dict(options)
-    if time_limit is not None:
-        time_limit = max(0.0, time_limit - (time.perf_counter() - began))
     outcome = run_brkga(
-        problem, seed=seed, params=params, distributions=distributions, time_limit=time_limit
-    )
+        problem, seed=seed, params=params, distributions=distributions,
+        time_limit=time_left(time_limit, began),
+    )  # fmt: skip
     return outcome_result(outcome)

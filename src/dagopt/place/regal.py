@@ -21,7 +21,13 @@ import numpy as np
 
 from dagopt.errors import DagoptWarning, InputError
 from dagopt.models import missing_model, model_path
-from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
+from dagopt.place.base import (
+    PlacementProblem,
+    PlacerResult,
+    best_index,
+    register_placer,
+    time_left,
+)
 from dagopt.place.brkga import (
     OPTION_NAMES,
     BrkgaParams,
@@ -37,6 +43,12 @@ if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at re
     from dagopt.nn.regal import RegalPolicy
 
 DECODES = ("greedy", "sample")
+
+
+#: ``random_search`` under a time limit: the first batch, and the seconds each
+#: later batch is sized to take.
+TIMED_FIRST_BATCH = 20
+TIMED_BATCH_SECONDS = 0.1
 
 
 @lru_cache(maxsize=4)
@@ -105,7 +117,10 @@ def random_search(
     batch: int = 500,
 ) -> SearchOutcome:
     """The best of ``evaluations`` chromosomes drawn independently from ``distributions``
-    (fewer if ``time_limit`` seconds pass first; the first batch always runs)."""
+    (fewer if ``time_limit`` seconds pass first; the first batch always runs). With a
+    time limit the batches start at ``TIMED_FIRST_BATCH`` and are then sized to take
+    ``TIMED_BATCH_SECONDS`` at the rate measured so far, up to ``batch`` (a batch of 500
+    took 5 s at 18,545 ops); the draws are the same in any batching."""
     if evaluations < 1:
         raise InputError(f"evaluations must be >= 1, got {evaluations}")
     rng = np.random.default_rng(seed)
@@ -113,11 +128,16 @@ def random_search(
     best: tuple[int, float] | None = None
     trace: list[tuple[int, int, float]] = []
     used = 0
+    size = batch if time_limit is None else min(batch, TIMED_FIRST_BATCH)
     while used < evaluations and (used == 0 or time.perf_counter() < deadline):
-        count = min(batch, evaluations - used)
+        count = min(size, evaluations - used)
+        began = time.perf_counter()
         device_of, orders = decode_chromosomes(problem.graph, distributions.sample(count, rng))
         infeasible, value = problem.evaluate(device_of, orders)
         used += count
+        if time_limit is not None:
+            rate = count / max(time.perf_counter() - began, 1e-9)
+            size = max(1, min(batch, int(rate * TIMED_BATCH_SECONDS)))
         i = best_index(infeasible, value)
         cost = (int(infeasible[i]), float(value[i]))
         if best is None or cost < best:
@@ -140,6 +160,8 @@ def regal(
     decode: str = "greedy",
     **brkga_options,
 ) -> PlacerResult:
+    """``time_limit`` covers the policy's forward pass and BRKGA, which gets the rest."""
+    began = time.perf_counter()
     policy = load_policy(problem, checkpoint)
     distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
     outcome = run_brkga(
@@ -147,7 +169,7 @@ def regal(
         seed=seed,
         params=BrkgaParams.from_dict(brkga_options),
         distributions=distributions,
-        time_limit=time_limit,
+        time_limit=time_left(time_limit, began),
     )
     return outcome_result(outcome)
 
@@ -166,9 +188,13 @@ def idrs(
     decode: str = "greedy",
     evaluations: int = BrkgaParams().evaluations,
 ) -> PlacerResult:
+    """``time_limit`` covers the policy's forward pass and the sampling, which gets the
+    rest."""
+    began = time.perf_counter()
     policy = load_policy(problem, checkpoint)
     distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
     outcome = random_search(
-        problem, distributions, evaluations=evaluations, seed=seed, time_limit=time_limit
-    )
+        problem, distributions, evaluations=evaluations, seed=seed,
+        time_limit=time_left(time_limit, began),
+    )  # fmt: skip
     return outcome_result(outcome)
