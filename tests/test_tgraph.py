@@ -39,6 +39,7 @@ from dagopt.rank.tgraph import (
     load_ranker,
     merge_rankers,
     normalize,
+    open_ranking,
     predict,
     prepare,
     shipped_model_name,
@@ -843,6 +844,15 @@ def test_rank_takes_a_folder_scores_the_collection_and_writes_one_submission(tmp
     assert f"{len(files)} measured tile files: mean tile metric (eq. 10) {expected:.3f}" in (
         result.stdout
     )
+
+
+def test_open_ranking_reads_a_model_file_once_across_files():
+    """Ranking a folder reads its model file once: ``loaded`` keeps it across calls."""
+    first, second = sorted((MEASURED / "npz/tile/xla/test").glob("*.npz"))[:2]
+    loaded: dict = {}
+    a, b = (open_ranking(path, loaded=loaded) for path in (first, second))
+    assert a.model is b.model and len(loaded) == 1
+    assert open_ranking(first).model is not a.model  # without it, read afresh
 
 
 def test_rank_refuses_a_batch_it_cannot_finish_before_ranking(tmp_path):

@@ -13,7 +13,7 @@ as a single-graph run, so the results are the serial run's.
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -75,22 +75,29 @@ class BatchRow:
     error: str
 
 
-def graph_files(paths: list[Path]) -> list[Path]:
-    """The graph files named by ``paths``: files as given, folders as their files with a
-    graph suffix (``dagopt.io.READERS``), sorted; two with one stem are an error."""
+def graph_files(
+    paths: list[Path],
+    *,
+    suffixes: Collection[str] = READERS,
+    what: str = "graph files",
+    shared: str = "one result file",
+) -> list[Path]:
+    """The files named by ``paths``: files as given, folders as their files with one of
+    ``suffixes`` (default a graph's, ``dagopt.io.READERS``), sorted; two with one stem
+    are an error, as they would share ``shared``."""
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix.lower() in READERS)
+            found = sorted(p for p in path.iterdir() if p.suffix.lower() in suffixes)
             if not found:
-                raise InputError(f"{path}: no graph files ({', '.join(sorted(READERS))})")
+                raise InputError(f"{path}: no {what} ({', '.join(sorted(suffixes))})")
             files += found
         else:
             files.append(path)
     seen: dict[str, Path] = {}
     for file in files:
         if file.stem in seen and seen[file.stem] != file:
-            raise InputError(f"{seen[file.stem]} and {file} would share one result file")
+            raise InputError(f"{seen[file.stem]} and {file} would share {shared}")
         seen[file.stem] = file
     return list(dict.fromkeys(files))
 

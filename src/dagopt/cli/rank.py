@@ -2,36 +2,15 @@
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dagopt.cli.output import check_output, console
 from dagopt.registry import MAX_SEED
 
-
-def ranked_files(paths: list[Path]) -> list[Path]:
-    """The TpuGraphs files named by ``paths``: files as given, folders as their ``.npz``
-    files, sorted. Two files of one name are an error: a submission ID is the
-    collection and the file's name."""
-    from dagopt.errors import InputError
-
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.iterdir() if p.suffix == ".npz")
-            if not found:
-                raise InputError(f"{path}: no TpuGraphs files (.npz)")
-            files += found
-        else:
-            files.append(path)
-    files = list(dict.fromkeys(files))
-    seen: dict[str, Path] = {}
-    for file in files:
-        if file.stem in seen:
-            raise InputError(f"{seen[file.stem]} and {file} would share one submission ID")
-        seen[file.stem] = file
-    return files
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def rank(
@@ -83,27 +62,25 @@ def rank(
     such files, the collection's metric (the mean tau, or for tile the mean of eq. 10).
     With --out, write the competition CSV (ID,TopConfigs: the top 5 for tile, every
     configuration for layout), once every file is ranked."""
+    from dagopt.cli.batch import graph_files
     from dagopt.errors import InputError
     from dagopt.io.tpugraphs import submission_id, write_submission
-    from dagopt.objectives.ranking import (
-        TILE_TOP_K,
-        kendall_tau,
-        layout_score,
-        tile_score,
-        top_configs,
-    )
+    from dagopt.objectives.ranking import TILE_TOP_K, layout_score, tile_score, top_configs
     from dagopt.rank.tgraph import open_ranking, predict
 
-    files = ranked_files(graphs)
+    files = graph_files(
+        graphs, suffixes=(".npz",), what="TpuGraphs files", shared="one submission ID"
+    )
     check_output(out, *files, *([] if model is None else [model]))
     missing = next((file for file in files if not file.is_file()), None)
     if missing is not None:
         raise InputError(f"{missing}: no such file")
     rankings = {}
     measured: dict[str, list] = {"tile": [], "layout": []}
+    loaded: dict = {}  # each model file read once
     for number, file in enumerate(files):
         began = time.perf_counter()
-        ranking = open_ranking(file, model=model, collection=collection)
+        ranking = open_ranking(file, model=model, collection=collection, loaded=loaded)
         loading = time.perf_counter() - began
         if out is not None and ranking.collection is None:
             raise InputError(
@@ -113,26 +90,15 @@ def rank(
         scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
         seconds = time.perf_counter() - began
         order = top_configs(scores)
-        runtimes = ranking.graph.runtimes  # a tile file's normalised ones, as its metric
         if number:
             console.print()
         console.print(
-            f"{ranking.graph.name}: {order.size} configurations, predicted fastest first, "
+            f"{ranking.graph.name}: {scores.size} configurations, predicted fastest first, "
             f"ranked in {seconds:.3g} s (+ {loading:.3g} s reading the file and the model)"
         )
-        header = "rank  config  score" + ("  measured / fastest" if runtimes is not None else "")
-        console.print(header)
-        for position, config in enumerate(order[:top], start=1):
-            row = f"{position:>4}  {config:>6}  {scores[config]:.4f}"
-            if runtimes is not None:
-                row += f"  {runtimes[config] / runtimes.min():.3f}"
-            console.print(row, markup=False)
+        runtimes = ranking.graph.runtimes  # a tile file's normalised ones, as its metric
+        _print_top(scores, order[:top], runtimes)
         if runtimes is not None:
-            console.print(
-                f"measured runtimes in the file: Kendall tau {kendall_tau(scores, runtimes):.3f}; "
-                f"the best of the top {min(top, order.size)} runs "
-                f"{runtimes[order[:top]].min() / runtimes.min():.3f}x the fastest"
-            )
             measured[ranking.graph.kind].append((scores, runtimes))
         if out is not None:
             best = order[:TILE_TOP_K] if ranking.graph.kind == "tile" else order
@@ -147,3 +113,23 @@ def rank(
                 console.print(f"\n{len(measured[kind])} measured {kind} files: {what} {value:.3f}")
     if out is not None:
         console.print(f"wrote {write_submission(out, rankings)}")
+
+
+def _print_top(scores: "np.ndarray", best: "np.ndarray", runtimes: "np.ndarray | None") -> None:
+    """The ``best`` configurations (predicted fastest first) with their scores, and when
+    there are runtimes, each one's over the fastest one's and the ranking's Kendall tau
+    (eq. 9)."""
+    from dagopt.objectives.ranking import kendall_tau, top_k_slowdown
+
+    console.print("rank  config  score" + ("" if runtimes is None else "  measured / fastest"))
+    for position, config in enumerate(best, start=1):
+        row = f"{position:>4}  {config:>6}  {scores[config]:.4f}"
+        if runtimes is not None:
+            row += f"  {runtimes[config] / runtimes.min():.3f}"
+        console.print(row, markup=False)
+    if runtimes is not None:
+        console.print(
+            f"measured runtimes in the file: Kendall tau {kendall_tau(scores, runtimes):.3f}; "
+            f"the best of the top {best.size} runs "
+            f"{1 + top_k_slowdown(scores, runtimes, best.size):.3f}x the fastest"
+        )

@@ -341,13 +341,16 @@ def open_ranking(
     *,
     model: str | os.PathLike | None = None,
     collection: str | None = None,
+    loaded: dict[str, tuple[TGraphRanker | TGraphEnsemble, dict]] | None = None,
 ) -> RankInput:
     """Read a TpuGraphs file and its model and check that they go together, before any
     inference. ``model``: a model file; without one, the model shipped for
     ``collection`` (a tile file's is ``tile:xla``; a layout file needs the collection,
     since the file does not say which search made its configurations). A model that
     records its collection must be of ``collection``; without ``collection``, a model
-    that records one collection of the file's kind gives it."""
+    that records one collection of the file's kind gives it. ``loaded``: the model files
+    read so far, by path, kept across calls so that ranking many files reads each
+    model file once."""
     if collection is not None:
         check_collection(collection)
     record = read_tpugraphs(path)
@@ -363,7 +366,10 @@ def open_ranking(
                 "use the model shipped for it, or --model"
             )
         model = model_path(shipped_model_name(collection))
-    ranker, meta = _load_ranker_and_meta(model)
+    loaded = {} if loaded is None else loaded
+    if str(model) not in loaded:
+        loaded[str(model)] = _load_ranker_and_meta(model)
+    ranker, meta = loaded[str(model)]
     graph = prepare(record)
     check_kind(ranker, graph)
     recorded = recorded_collections(meta)
