@@ -17,10 +17,8 @@ from importlib import resources
 
 import numpy as np
 
-from dagopt.io.tpugraphs import read_tpugraphs
-from dagopt.models import model_path
 from dagopt.objectives.ranking import kendall_tau, tile_metric, top_configs
-from dagopt.rank.tgraph import load_ranker, predict, prepare, shipped_model_name
+from dagopt.rank.tgraph import rank_file
 from dagopt.rank.tuning import RandomSearch, ScoreGuided, slowdown, tuning_budget
 
 parser = argparse.ArgumentParser()
@@ -29,22 +27,16 @@ parser.add_argument("--seeds", type=int, default=5, help="random-search repetiti
 args = parser.parse_args()
 
 
-def shipped_file(name: str):
-    """A file ``dagopt examples`` writes, read from the installed package."""
+def ranked(name: str, collection: str):
+    """The file ``name`` that ``dagopt examples`` writes, read from the installed package,
+    and its scores (lower = predicted faster) by the shipped model of ``collection``
+    with 10-permutation test-time augmentation over its ensemble (2.5.3)."""
     with resources.as_file(resources.files("dagopt.data") / name) as path:
-        return read_tpugraphs(path)
-
-
-def ranked(record, collection: str) -> np.ndarray:
-    """Scores of every configuration (lower = predicted faster): the shipped model of
-    ``collection``, 10-permutation test-time augmentation over its ensemble (2.5.3)."""
-    model = load_ranker(model_path(shipped_model_name(collection)))
-    return predict(model, prepare(record))
+        return rank_file(path, collection=collection)
 
 
 # Ranking a program's layouts: how well the predicted order matches the measured one.
-layout = shipped_file("layout-program.npz")
-scores = ranked(layout, "layout:nlp:random")
+layout, scores = ranked("layout-program.npz", "layout:nlp:random")
 runtimes = layout.config_runtime
 best = top_configs(scores, 1)[0]
 print(
@@ -56,8 +48,7 @@ print(
 )
 
 # Ranking a kernel's tilings, then tuning it with B measurements.
-tile = shipped_file("tile-kernel.npz")
-scores = ranked(tile, "tile:xla")
+tile, scores = ranked("tile-kernel.npz", "tile:xla")
 runtimes = tile.config_runtime
 print(f"{tile.name}: {tile.num_configs} tilings, Kendall tau {kendall_tau(scores, runtimes):.3f}")
 metric = tile_metric(scores, runtimes)
