@@ -153,7 +153,7 @@ def state_dp(
             info = {"widest_step": widest, "beam_width": beam_width, "time_limit_hit_at_step": late}
             return np.array(anchor, dtype=np.int64), False, info
         if late and sets.shape[0] == 1:  # the rest at width 1, in one kernel
-            tail, _, branched = greedy_tail(
+            tail, branched = greedy_tail(
                 sets[0].copy(), ready[0].copy(), live[0], peak[0],
                 np.zeros(0) if priorities is None else priorities,
                 dpg.pred_ptr, dpg.pred_idx, dpg.succ_ptr, dpg.succ_idx, dpg.succ_mask,

@@ -93,6 +93,31 @@ def freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free):
     return freed
 
 
+@njit(cache=True, inline="always")
+def child_memory(executed, v, peak, live, pred_ptr, pred_idx, succ_mask, mem, run_mem, self_free):
+    """The set DP's score of a child: ``(peak, live)`` once ready node ``v`` runs from a
+    state of ``executed`` nodes, ``peak`` and ``live`` memory (``executed`` is given back
+    as it was)."""
+    bit = np.uint64(1) << np.uint64(v & 63)
+    executed[v >> 6] |= bit
+    freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
+    executed[v >> 6] &= ~bit
+    return max(peak, live + run_mem[v]), live + mem[v] - freed
+
+
+@njit(cache=True, inline="always")
+def run_node(executed, ready, v, pred_mask, succ_ptr, succ_idx):
+    """Move ready node ``v`` into bitset ``executed`` and add the successors it makes
+    ready to bitset ``ready``."""
+    bit = np.uint64(1) << np.uint64(v & 63)
+    executed[v >> 6] |= bit
+    ready[v >> 6] &= ~bit
+    for k in range(succ_ptr[v], succ_ptr[v + 1]):
+        x = succ_idx[k]
+        if within(pred_mask[x], executed):
+            ready[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
+
+
 @njit(cache=True, parallel=True)
 def count_children(ready, count):
     """Number of ready nodes of each of the first ``count`` states."""
@@ -130,15 +155,13 @@ def expand(
             while bits:
                 v = w * 64 + lowest_bit(bits)
                 bits &= bits - np.uint64(1)
-                bit = np.uint64(1) << np.uint64(v & 63)
-                executed[w] |= bit
-                freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
-                executed[w] &= ~bit
                 c_parent[slot] = s
                 c_node[slot] = v
                 c_hash[slot] = hashes[s] ^ zobrist[v]
-                c_peak[slot] = max(peak[s], live[s] + run_mem[v])
-                c_live[slot] = live[s] + mem[v] - freed
+                c_peak[slot], c_live[slot] = child_memory(
+                    executed, v, peak[s], live[s],
+                    pred_ptr, pred_idx, succ_mask, mem, run_mem, self_free,
+                )  # fmt: skip
                 slot += 1
     return c_parent, c_node, c_hash, c_peak, c_live
 
@@ -240,8 +263,8 @@ def greedy_tail(
     bitsets, both updated in place), in one kernel: each step keeps the child least by
     ``(peak, live)`` (as ``expand`` scores children), or with ``priorities`` the ready
     node of highest priority (eq. 8's greedy step); ties to the lower node index.
-    Returns the remaining nodes in order, the final peak and whether a step had more
-    than one ready node (then the DP was cut to its beam: not exact)."""
+    Returns the remaining nodes in order and whether a step had more than one ready
+    node (then the DP was cut to its beam: not exact)."""
     words = executed.size
     n = mem.size
     done = 0
@@ -261,27 +284,19 @@ def greedy_tail(
                     if priorities[v] > best_key:
                         best, best_key = v, priorities[v]
                     continue
-                bit = np.uint64(1) << np.uint64(v & 63)
-                executed[w] |= bit
-                freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
-                executed[w] &= ~bit
-                child_peak = max(peak, live + run_mem[v])
-                child_live = live + mem[v] - freed
+                child_peak, child_live = child_memory(
+                    executed, v, peak, live, pred_ptr, pred_idx, succ_mask, mem, run_mem, self_free
+                )
                 if child_peak < best_peak or (child_peak == best_peak and child_live < best_live):
                     best, best_peak, best_live = v, child_peak, child_live
-        v = best
-        bit = np.uint64(1) << np.uint64(v & 63)
-        executed[v >> 6] |= bit
-        ready[v >> 6] &= ~bit
-        freed = freed_after(executed, v, pred_ptr, pred_idx, succ_mask, mem, self_free)
-        peak = max(peak, live + run_mem[v])
-        live = live + mem[v] - freed
-        for k in range(succ_ptr[v], succ_ptr[v + 1]):
-            x = succ_idx[k]
-            if within(pred_mask[x], executed):
-                ready[x >> 6] |= np.uint64(1) << np.uint64(x & 63)
-        out[t] = v
-    return out, peak, branched
+        if priorities.size:
+            best_peak, best_live = child_memory(
+                executed, best, peak, live, pred_ptr, pred_idx, succ_mask, mem, run_mem, self_free
+            )
+        peak, live = best_peak, best_live
+        run_node(executed, ready, best, pred_mask, succ_ptr, succ_idx)
+        out[t] = best
+    return out, branched
 
 
 @njit(cache=True, parallel=True)
@@ -299,12 +314,6 @@ def materialize(sets, ready, chosen, c_parent, c_node, c_hash, pred_mask, succ_p
         for w in range(words):
             new_sets[i, w] = sets[p, w]
             new_ready[i, w] = ready[p, w]
-        bit = np.uint64(1) << np.uint64(v & 63)
-        new_sets[i, v >> 6] |= bit
-        new_ready[i, v >> 6] &= ~bit
-        for k in range(succ_ptr[v], succ_ptr[v + 1]):
-            t = succ_idx[k]
-            if within(pred_mask[t], new_sets[i]):
-                new_ready[i, t >> 6] |= np.uint64(1) << np.uint64(t & 63)
+        run_node(new_sets[i], new_ready[i], v, pred_mask, succ_ptr, succ_idx)
         new_hash[i] = c_hash[c]
     return new_sets, new_ready, new_hash
