@@ -130,11 +130,10 @@ class PerGraphSearch:
     def episodes(self, name: str, count: int) -> Iterator[int]:
         """``0 .. count - 1``: after each episode its progress is reported (``name``) and
         the loop ends early once the time limit has passed (``stopped_by_time_limit``;
-        an episode cut short by ``cut_short`` ends it too)."""
+        a placer whose episode ``cut_short`` stops leaves the loop itself, so that
+        episode is not counted)."""
         for episode in range(int(count)):
             yield episode
-            if self.stopped_by_time_limit:  # cut short inside the episode: not counted
-                return
             self.episodes_run = episode + 1
             report(f"{name}: episodes", episode + 1, int(count))
             if self.out_of_time() and episode + 1 < count:

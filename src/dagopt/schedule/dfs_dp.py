@@ -32,8 +32,8 @@ MAX_MEMO_BITS = 22
 #: matrix took 2.75 GB at 18,545 nodes).
 FIRST_CANDIDATES = 8
 #: Iterations of the first chunk of the kernel, then sized to take ``CHUNK_SECONDS``
-#: at the rate measured so far (an iteration costs more on larger graphs: 34 us at
-#: 18,545 nodes, where a fixed 200,000 took 6.8 s past a 1 s limit).
+#: at the rate of the iterations done so far (an iteration costs more on larger graphs,
+#: so a fixed chunk can run seconds past a limit).
 FIRST_CHUNK_STEPS = 1_000
 CHUNK_SECONDS = 0.05
 
@@ -222,7 +222,7 @@ def depth_first_dp(
     start = time.perf_counter()
     steps = FIRST_CHUNK_STEPS
     while True:
-        began = time.perf_counter()
+        began, before = time.perf_counter(), int(arrays["state"][2])
         _search(**arrays, steps=steps)
         if arrays["state"][3]:  # the candidate lists of the path outgrew their array
             arrays["state"][3] = 0
@@ -230,7 +230,7 @@ def depth_first_dp(
         finished = bool(arrays["state"][1])
         found = np.isfinite(arrays["best"][0])
         elapsed = time.perf_counter() - start
-        rate = steps / max(time.perf_counter() - began, 1e-6)
+        rate = (arrays["state"][2] - before) / max(time.perf_counter() - began, 1e-6)
         steps = max(FIRST_CHUNK_STEPS, int(rate * CHUNK_SECONDS))
         if finished or (found and elapsed >= time_limit):
             break
