@@ -40,14 +40,7 @@ def deep_gpt2(layers: int) -> Graph:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     from dagopt.io.torch import graph_from_module
-
-    class Logits(torch.nn.Module):
-        def __init__(self, model: torch.nn.Module) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.model(input_ids=ids).logits
+    from dagopt.zoo.models import tensor_forward
 
     torch.manual_seed(0)
     config = GPT2Config(
@@ -55,7 +48,8 @@ def deep_gpt2(layers: int) -> Graph:
         attn_implementation="eager", tie_word_embeddings=False,
     )  # fmt: skip
     ids = torch.randint(0, config.vocab_size, (1, 128))
-    return graph_from_module(Logits(GPT2LMHeadModel(config)), ids, mode="training").graph
+    model = tensor_forward(GPT2LMHeadModel(config), ("input_ids",), "logits")
+    return graph_from_module(model, ids, mode="training").graph
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ def check_size(size: str) -> None:
         raise InputError(f"unknown size {size!r} (sizes: {', '.join(SIZES)})")
 
 
-def _wrap(model: Any, input_names: tuple[str, ...], output: str) -> "torch.nn.Module":
+def tensor_forward(model: Any, input_names: tuple[str, ...], output: str) -> "torch.nn.Module":
     """``model`` called with keyword tensors, returning the field ``output`` of its result.
 
     Tied weights are registered once (``_register_tied_once``).
@@ -162,7 +162,7 @@ def _bert(size: str) -> Built:
     config = BertConfig(attn_implementation="eager")
     model = BertModel(config, add_pooling_layer=False)
     inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
-    return _wrap(model, ("input_ids",), "last_hidden_state"), inputs
+    return tensor_forward(model, ("input_ids",), "last_hidden_state"), inputs
 
 
 def _gpt2(size: str) -> Built:
@@ -170,7 +170,7 @@ def _gpt2(size: str) -> Built:
 
     config = GPT2Config(use_cache=False, attn_implementation="eager")
     inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
-    return _wrap(GPT2LMHeadModel(config), ("input_ids",), "logits"), inputs
+    return tensor_forward(GPT2LMHeadModel(config), ("input_ids",), "logits"), inputs
 
 
 def _t5(size: str) -> Built:
@@ -180,7 +180,7 @@ def _t5(size: str) -> Built:
     length = SEQUENCE_LENGTH[size]
     inputs = (_tokens(config.vocab_size, length), _tokens(config.vocab_size, length // 2))
     names = ("input_ids", "decoder_input_ids")
-    return _wrap(T5Model(config), names, "last_hidden_state"), inputs
+    return tensor_forward(T5Model(config), names, "last_hidden_state"), inputs
 
 
 def _llama(size: str) -> Built:
@@ -197,7 +197,7 @@ def _llama(size: str) -> Built:
         attn_implementation="eager",
     )
     inputs = (_tokens(config.vocab_size, SEQUENCE_LENGTH[size]),)
-    return _wrap(LlamaForCausalLM(config), ("input_ids",), "logits"), inputs
+    return tensor_forward(LlamaForCausalLM(config), ("input_ids",), "logits"), inputs
 
 
 def _vit(size: str) -> Built:
@@ -205,7 +205,7 @@ def _vit(size: str) -> Built:
 
     config = ViTConfig(image_size=IMAGE_SIDE[size], num_labels=1000, attn_implementation="eager")
     model = ViTForImageClassification(config)
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+    return tensor_forward(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
 def _swin(size: str) -> Built:
@@ -213,14 +213,14 @@ def _swin(size: str) -> Built:
 
     config = SwinConfig(image_size=SWIN_SIDE[size], num_labels=1000, attn_implementation="eager")
     model = SwinForImageClassification(config)
-    return _wrap(model, ("pixel_values",), "logits"), (_image(SWIN_SIDE[size]),)
+    return tensor_forward(model, ("pixel_values",), "logits"), (_image(SWIN_SIDE[size]),)
 
 
 def _resnet(size: str) -> Built:
     from transformers import ResNetConfig, ResNetForImageClassification
 
     model = ResNetForImageClassification(ResNetConfig(num_labels=1000))
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+    return tensor_forward(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
 #: Inception-V3: 299 px as published; 149 px is a small input its grid reductions take.
@@ -237,14 +237,14 @@ def _convnext(size: str) -> Built:
     from transformers import ConvNextConfig, ConvNextForImageClassification
 
     model = ConvNextForImageClassification(ConvNextConfig(num_labels=1000))
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+    return tensor_forward(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
 def _mobilenet_v2(size: str) -> Built:
     from transformers import MobileNetV2Config, MobileNetV2ForImageClassification
 
     model = MobileNetV2ForImageClassification(MobileNetV2Config(num_labels=1001))
-    return _wrap(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
+    return tensor_forward(model, ("pixel_values",), "logits"), (_image(IMAGE_SIDE[size]),)
 
 
 #: The held-out CNNs run a batch of 2 images (the held-out set of issue 21).
@@ -276,7 +276,7 @@ def _transformers_classifier(
         side = IMAGE_SIDE[size]
         options = {**config, "image_size": side} if sized else config
         model = getattr(transformers, model_class)(getattr(transformers, config_class)(**options))
-        return _wrap(model, ("pixel_values",), "logits"), (_image(side, batch),)
+        return tensor_forward(model, ("pixel_values",), "logits"), (_image(side, batch),)
 
     return builder
 
@@ -288,7 +288,9 @@ def _whisper_encoder(size: str) -> Built:
 
     config = WhisperConfig(max_source_positions=AUDIO_POSITIONS[size], attn_implementation="eager")
     features = torch.randn(1, config.num_mel_bins, 2 * config.max_source_positions)
-    return _wrap(WhisperEncoder(config), ("input_features",), "last_hidden_state"), (features,)
+    return tensor_forward(WhisperEncoder(config), ("input_features",), "last_hidden_state"), (
+        features,
+    )
 
 
 def _text() -> dict[str, str]:
@@ -706,7 +708,7 @@ def _check_text_model(
         model_class = getattr(transformers, f"{prefix}{head}")
         model = model_class(model_config, **({} if pooler else {"add_pooling_layer": False}))
         inputs = (_tokens(model_config.vocab_size, SEQUENCE_LENGTH[size]),)
-        return _wrap(model, ("input_ids",), output), inputs
+        return tensor_forward(model, ("input_ids",), output), inputs
 
     return ZooModel(name, family, description, _text(), builder)
 
