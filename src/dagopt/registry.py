@@ -7,6 +7,7 @@ one-line ``InputError``.
 """
 
 import importlib
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -103,3 +104,10 @@ def check_run_arguments(seed: int | None, time_limit: float | None) -> None:
         raise InputError(f"seed must lie in 0..2**63-1, got {seed}")
     if time_limit is not None and not time_limit >= 0:
         raise InputError(f"time limit must be >= 0 seconds, got {time_limit}")
+
+
+def time_left(time_limit: float | None, began: float) -> float | None:
+    """What a solver's or placer's ``time_limit`` leaves for its search after the work
+    done since ``began`` (``perf_counter`` seconds: a network's forward pass, a prior's
+    order); ``None`` for no limit."""
+    return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - began))

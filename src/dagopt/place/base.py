@@ -181,13 +181,6 @@ _WARM_UP_GRAPH = Graph(
 _warmed_up: set[tuple[str, ...]] = set()
 
 
-def time_left(time_limit: float | None, began: float) -> float | None:
-    """What a placer's ``time_limit`` leaves for its search after the work done since
-    ``began`` (``perf_counter`` seconds: a policy's forward pass, a prior's order);
-    ``None`` for no limit."""
-    return None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - began))
-
-
 def place(
     graph: Graph,
     method: str,

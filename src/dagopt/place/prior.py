@@ -20,7 +20,7 @@ import numpy as np
 from dagopt.configs import check_option
 from dagopt.errors import InputError
 from dagopt.graph import Graph
-from dagopt.place.base import PlacementProblem, PlacerResult, register_placer, time_left
+from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
 from dagopt.place.brkga import (
     OPTION_NAMES,
     BrkgaParams,
@@ -29,6 +29,7 @@ from dagopt.place.brkga import (
     run_brkga,
 )
 from dagopt.place.decode import order_keys
+from dagopt.registry import time_left
 from dagopt.schedule import get_solver, solve
 
 #: The prior of ``brkga-prior`` and of the shipped peak-memory REGAL policy.

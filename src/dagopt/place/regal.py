@@ -26,7 +26,6 @@ from dagopt.place.base import (
     PlacerResult,
     best_index,
     register_placer,
-    time_left,
 )
 from dagopt.place.brkga import (
     OPTION_NAMES,
@@ -38,6 +37,7 @@ from dagopt.place.brkga import (
 )
 from dagopt.place.decode import decode as decode_chromosomes
 from dagopt.place.prior import order_prior_keys
+from dagopt.registry import time_left
 
 if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at registration
     from dagopt.nn.regal import RegalPolicy

@@ -19,6 +19,7 @@ from dagopt.errors import SolverError
 from dagopt.graph import Graph
 from dagopt.models import MODEL_FILES, missing_model, model_path
 from dagopt.objectives import peak_memory
+from dagopt.registry import time_left
 from dagopt.schedule.base import SolverResult, register
 from dagopt.schedule.classic import best_sampled, check_samples, sampler
 from dagopt.schedule.dp import state_dp
@@ -150,9 +151,9 @@ def solve_beam(
         raise SolverError(f"beam width must be >= 1, got {beam_width}")
     start = time.perf_counter()
     y = _priorities(graph, checkpoint)
-    left = None if time_limit is None else max(0.0, time_limit - (time.perf_counter() - start))
     beam, _, info = state_dp(
-        graph, beam_width=int(beam_width), keep_outputs=keep_outputs, time_limit=left, priorities=y
-    )
+        graph, beam_width=int(beam_width), keep_outputs=keep_outputs,
+        time_limit=time_left(time_limit, start), priorities=y,
+    )  # fmt: skip
     late = info["time_limit_hit_at_step"]
     return beam_or_greedy(graph, beam, greedy_order(graph, y), keep_outputs, late)
