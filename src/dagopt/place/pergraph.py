@@ -122,7 +122,7 @@ class PerGraphSearch:
         """Whether an episode must stop where it is, unmeasured: the time limit has
         passed (``stopped_by_time_limit``). The placements measured so far stand, at
         least the all-on-device-0 one of ``start``: a pass of Placeto or the RNN placer
-        is a network step per group, hours on graphs of thousands of groups."""
+        is a network step per group, past 60 s on 2,418 ops (GPT-2 large training)."""
         if self.out_of_time():
             self.stopped_by_time_limit = True
         return self.stopped_by_time_limit
