@@ -1,7 +1,8 @@
-"""Do the time-limited ordering methods stop at ``--time-limit`` on a large real graph?
+"""Do the time-limited ordering methods and placers stop at their limit on a large real graph?
 
     python benchmarks/time_limits.py                       # GPT-2 at 96 layers, 1 and 10 s
     python benchmarks/time_limits.py --graph g.json --limits 2 --methods anytime dfs-dp
+    python benchmarks/time_limits.py --methods --placers brkga regal --limits 5
 
 The graph is GPT-2's architecture at ``--layers`` layers (width 256, 4 heads, 128
 tokens, random weights, untied head) exported for training with torch.export, 18,545
@@ -12,6 +13,11 @@ gives the solver's time (``Schedule.seconds``, the work itself), how far past th
 it ended and the peak. Exporting and loading the graph are reported apart. A method
 whose first answer takes longer than the limit (``dfs-dp``'s first complete order)
 shows it here: the limit stops searches, not the first answer.
+
+``--placers`` (none by default) adds a second table: each placer once per limit and
+objective on two devices, each op's runtime from the roofline estimate (``dagopt place
+--estimate-runtime``), its search time (``Placement.seconds``; the warm-up apart), how
+far past the limit it ended, its evaluations and its cost.
 """
 
 import time
@@ -21,10 +27,15 @@ from dagopt.bench.script import positive_float, positive_int, run_script, script
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io import load
+from dagopt.objectives.runtime import estimate_runtimes
+from dagopt.place import place
 from dagopt.schedule import solve
 
 #: Each method with the options it runs under: approx-dp's default beam (100,000) does
 #: not fit in memory at 18,545 nodes.
+#: The placers ``--placers`` may time: every one that searches under a time limit.
+PLACERS = ("brkga", "brkga-prior", "regal", "idrs", "hsdag", "placeto", "rnn-placer")
+
 METHOD_OPTIONS = {
     "anytime": {},
     "approx-dp": {"beam_width": 64},
@@ -58,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=positive_int, default=96)
     parser.add_argument("--limits", type=positive_float, nargs="+", default=[1.0, 10.0])
     parser.add_argument(
-        "--methods", nargs="+", choices=sorted(METHOD_OPTIONS), default=list(METHOD_OPTIONS)
+        "--methods", nargs="*", choices=sorted(METHOD_OPTIONS), default=list(METHOD_OPTIONS)
+    )
+    parser.add_argument("--placers", nargs="*", choices=PLACERS, default=[])
+    parser.add_argument(
+        "--objectives", nargs="+", choices=("runtime", "peak-memory"), default=["runtime"]
     )
     args = parser.parse_args(argv)
     began = time.perf_counter()
@@ -68,10 +83,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{graph.name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges, "
         f"{'loaded' if args.graph else 'exported'} in {made} s\n"
     )
+    if args.methods:
+        time_orders(graph, args.methods, args.limits)
+    if args.placers:
+        time_placers(graph, args.placers, args.objectives, args.limits)
+    return 0
+
+
+def time_orders(graph: Graph, methods: list[str], limits: list[float]) -> None:
+    """The ordering table: each method once per limit, graph outputs kept."""
     print(markdown_row(["method", "limit s", "s", "past the limit s", "peak"]))
     print(markdown_rule("lrrrr"))
-    for method in args.methods:
-        for limit in args.limits:
+    for method in methods:
+        for limit in limits:
             run = solve(
                 graph, method, seed=0, time_limit=limit, keep_outputs=True,
                 **METHOD_OPTIONS[method],
@@ -79,7 +103,29 @@ def main(argv: list[str] | None = None) -> int:
             row = [method, f"{limit:g}", format_seconds(run.seconds)]
             row += [format_seconds(max(0.0, run.seconds - limit)), f"{run.peak_memory:.6g}"]
             print(markdown_row(row), flush=True)
-    return 0
+    print()
+
+
+def time_placers(
+    graph: Graph, placers: list[str], objectives: list[str], limits: list[float]
+) -> None:
+    """The placement table: each placer once per objective and limit on two devices."""
+    # The roofline of ``dagopt place --estimate-runtime`` at its default device.
+    runtimes = estimate_runtimes(graph, peak_flops=100e12, bandwidth=1e12)
+    header = ["placer", "objective", "limit s", "s", "past the limit s", "evaluations", "cost"]
+    print(markdown_row(header))
+    print(markdown_rule("llrrrrr"))
+    for placer in placers:
+        for objective in objectives:
+            for limit in limits:
+                run = place(
+                    graph, placer, objective=objective, runtimes=runtimes, seed=0,
+                    time_limit=limit,
+                )  # fmt: skip
+                row = [placer, objective, f"{limit:g}", format_seconds(run.seconds)]
+                row += [format_seconds(max(0.0, run.seconds - limit)), f"{run.evaluations:,}"]
+                row.append(f"{run.cost[1]:.6g}" + (" (infeasible)" if run.cost[0] else ""))
+                print(markdown_row(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Tests of the placement interface, the chromosome decoder and BRKGA (paper 003, A.2)."""
 
+import math
 from itertools import pairwise
 
 import numpy as np
@@ -15,9 +16,15 @@ from dagopt.objectives.devices import Devices, DeviceSpec
 from dagopt.objectives.placement import simulate
 from dagopt.place import PlacementProblem, place
 from dagopt.place.base import INFEASIBLE_RATIO, cost_ratio
-from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
+from dagopt.place.brkga import (
+    TIMED_FIRST_BATCH,
+    BrkgaParams,
+    MutantDistributions,
+    TimedScorer,
+    run_brkga,
+)
 from dagopt.place.decode import decode, order_keys
-from dagopt.place.prior import DEFAULT_ORDER_PRIOR
+from dagopt.place.prior import DEFAULT_ORDER_PRIOR, PRIOR_TIME_SHARE
 from dagopt.schedule import solve
 from dags import dags
 
@@ -198,9 +205,37 @@ def test_brkga_prior_searches_around_the_memory_order():
         place(graph, "brkga-prior", concentration=0.0)
 
 
+def test_brkga_under_a_time_limit_scores_the_same_chromosomes_in_timed_batches():
+    """Given time to spend its budget, timed batches change nothing: the same draws,
+    generations and trace as without a limit."""
+    problem = PlacementProblem(generate_placement(60, seed=3), Devices(), "runtime")
+    params = BrkgaParams(evaluations=600)
+    free = run_brkga(problem, seed=2, params=params)
+    timed = run_brkga(problem, seed=2, params=params, time_limit=600)
+    assert (timed.evaluations, timed.generations) == (free.evaluations, free.generations)
+    assert timed.best_by_evaluation == free.best_by_evaluation
+    assert np.array_equal(timed.order, free.order) and not timed.stopped_by_time_limit
+
+
+def test_brkga_stops_inside_a_generation_at_its_deadline():
+    """A spent limit still scores one batch of the first population, and no more."""
+    problem = PlacementProblem(generate_placement(60, seed=3), Devices(), "runtime")
+    stopped = run_brkga(problem, seed=2, time_limit=0)
+    assert stopped.evaluations == TIMED_FIRST_BATCH and stopped.generations == 1
+    assert stopped.stopped_by_time_limit
+    keys = MutantDistributions.uniform(60, 2).sample(50, np.random.default_rng(0))
+    expired = TimedScorer(problem, deadline=0.0, largest=100).score(keys)
+    whole = TimedScorer(problem, deadline=math.inf, largest=100).score(keys)
+    assert len(expired[1]) == TIMED_FIRST_BATCH and len(whole[1]) == 50
+    device_of, orders = decode(problem.graph, keys)
+    assert np.array_equal(whole[0], device_of) and np.array_equal(whole[1], orders)
+    for first, again in zip(expired, whole, strict=True):
+        assert np.array_equal(first, again[:TIMED_FIRST_BATCH])
+
+
 def test_brkga_prior_s_time_limit_covers_its_order_prior(monkeypatch):
-    """The prior's approx-dp runs within the limit; BRKGA gets what it left (here none:
-    its first population only)."""
+    """The prior's approx-dp runs within its share of the limit; BRKGA gets what it left
+    (here none: its first batch only)."""
     import dagopt.place.prior as prior
 
     limits = []
@@ -213,7 +248,9 @@ def test_brkga_prior_s_time_limit_covers_its_order_prior(monkeypatch):
     monkeypatch.setattr(prior, "solve", solve)
     graph = generate_placement(80, seed=1)
     stopped = place(graph, "brkga-prior", seed=0, time_limit=0)
-    assert stopped.evaluations == 100 and stopped.info["stopped_by_time_limit"]
+    assert stopped.evaluations == TIMED_FIRST_BATCH and stopped.info["stopped_by_time_limit"]
     assert limits[-1] == 0
+    place(graph, "brkga-prior", seed=0, time_limit=60, evaluations=100)
+    assert limits[-1] == PRIOR_TIME_SHARE * 60
     finished = place(graph, "brkga-prior", seed=0)
     assert finished.evaluations == 5000 and not finished.info["stopped_by_time_limit"]

@@ -8,6 +8,10 @@ gene taken from the elite with probability ``elite_bias`` (Gonçalves and Resend
 Mutants are drawn gene by gene from ``beta(alpha, beta)`` distributions: uniform in
 standard BRKGA, learned per op by REGAL (section 2.3). Fitness is the cost model's
 lexicographic cost, so memory-feasible solutions always beat infeasible ones (A.2).
+
+Under a time limit chromosomes are scored in timed batches (``TimedScorer``), so a
+generation that meets the deadline stops there: on a graph of 18,545 ops one
+evaluation takes about 4 ms, a generation 0.35 s.
 """
 
 import math
@@ -58,6 +62,51 @@ class BrkgaParams(Config):
 
 
 OPTION_NAMES = tuple(f.name for f in fields(BrkgaParams))
+
+#: Under a time limit: the first batch ``TimedScorer`` scores, and the seconds each later
+#: batch is sized to take at the rate measured so far.
+TIMED_FIRST_BATCH = 20
+TIMED_BATCH_SECONDS = 0.1
+
+#: What ``TimedScorer.score`` returns per chromosome scored: device of each op, order,
+#: infeasibility flag and cost-model value.
+Scores = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+class TimedScorer:
+    """Decodes and evaluates chromosomes with ``problem``'s cost model until ``deadline``.
+
+    Without a deadline (``math.inf``) each call scores all its chromosomes at once, in
+    batches of at most ``largest``. With one, batches start at ``TIMED_FIRST_BATCH`` and
+    are then sized to take ``TIMED_BATCH_SECONDS`` at the rate measured so far, so the
+    search stops within about a batch of its limit; the chromosomes, and so the search's
+    draws, are the same in any batching.
+    """
+
+    def __init__(self, problem: PlacementProblem, deadline: float, largest: int) -> None:
+        self.problem = problem
+        self.deadline = deadline
+        self.largest = largest
+        self.batch = largest if deadline == math.inf else min(largest, TIMED_FIRST_BATCH)
+
+    def expired(self) -> bool:
+        return time.perf_counter() >= self.deadline
+
+    def score(self, keys: np.ndarray) -> Scores:
+        """The scores of the first rows of ``keys`` (at least one): all of them, or the
+        batches that start before the deadline; the first batch always runs."""
+        parts = []
+        done = 0
+        while done < len(keys) and (done == 0 or not self.expired()):
+            count = min(self.batch, len(keys) - done)
+            began = time.perf_counter()
+            device_of, orders = decode(self.problem.graph, keys[done : done + count])
+            parts.append((device_of, orders, *self.problem.evaluate(device_of, orders)))
+            done += count
+            if self.deadline != math.inf:
+                rate = count / max(time.perf_counter() - began, 1e-9)
+                self.batch = max(1, min(self.largest, int(rate * TIMED_BATCH_SECONDS)))
+        return tuple(np.concatenate(column) for column in zip(*parts, strict=True))
 
 
 @dataclass(frozen=True)
@@ -152,7 +201,9 @@ def run_brkga(
 
     The first population is all mutants. Elites are never re-evaluated, so each later
     generation spends ``population - num_elites`` evaluations; the last one is cut to
-    the remaining budget. ``progress(evaluations, best_cost)`` is called per generation.
+    the remaining budget. Under ``time_limit`` a generation that meets the deadline keeps
+    the offspring scored by then (``TimedScorer``; at least one, so the first population
+    always has a member). ``progress(evaluations, best_cost)`` is called per generation.
     """
     graph = problem.graph
     d = problem.num_devices
@@ -161,15 +212,12 @@ def run_brkga(
     _check_distributions(problem, distributions)
     rng = np.random.default_rng(seed)
     deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    scorer = TimedScorer(problem, deadline, largest=params.population)
     budget = params.evaluations
 
-    def score(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        device_of, orders = decode(graph, keys)
-        infeasible, value = problem.evaluate(device_of, orders)
-        return device_of, orders, infeasible, value
-
     keys = distributions.sample(min(params.population, budget), rng)
-    device_of, orders, infeasible, value = score(keys)
+    device_of, orders, infeasible, value = scorer.score(keys)
+    keys = keys[: len(orders)]
     used = len(keys)
     generations = 1
     trace: list[tuple[int, int, float]] = []
@@ -187,7 +235,7 @@ def run_brkga(
 
     rank()
     elites = params.num_elites
-    while used < budget and time.perf_counter() < deadline and len(keys) > elites:
+    while used < budget and not scorer.expired() and len(keys) > elites:
         count = min(params.population - elites, budget - used)
         mutants = min(params.num_mutants, count)
         children = count - mutants
@@ -197,13 +245,14 @@ def run_brkga(
         offspring = np.concatenate(
             [np.where(inherit, elite_parent, other_parent), distributions.sample(mutants, rng)]
         )
-        new = score(offspring)
-        keys = np.concatenate([keys[:elites], offspring])
+        new = scorer.score(offspring)
+        scored = len(new[1])
+        keys = np.concatenate([keys[:elites], offspring[:scored]])
         device_of = np.concatenate([device_of[:elites], new[0]])
         orders = np.concatenate([orders[:elites], new[1]])
         infeasible = np.concatenate([infeasible[:elites], new[2]])
         value = np.concatenate([value[:elites], new[3]])
-        used += count
+        used += scored
         generations += 1
         rank()
     return SearchOutcome(
@@ -213,7 +262,7 @@ def run_brkga(
         evaluations=used,
         generations=generations,
         best_by_evaluation=trace,
-        stopped_by_time_limit=used < budget and len(keys) > elites,  # the deadline ended it
+        stopped_by_time_limit=used < budget,  # only the deadline ends a search early
     )
 
 
@@ -248,6 +297,7 @@ __all__ = [
     "BrkgaParams",
     "MutantDistributions",
     "SearchOutcome",
+    "TimedScorer",
     "outcome_result",
     "run_brkga",
 ]

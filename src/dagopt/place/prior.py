@@ -37,6 +37,10 @@ DEFAULT_ORDER_PRIOR = {"method": "approx-dp", "beam_width": 10000}
 #: ``brkga-prior``'s concentration ``c``, chosen on validation graphs
 #: (``benchmarks/regal_prior_concentration.py``, ``docs/placement.md``).
 DEFAULT_CONCENTRATION = 3000.0
+#: The share of a placer's time limit its order prior may take. The prior only centres
+#: the search's mutants; given the whole limit, a slow prior (``approx-dp`` at 18,545
+#: ops) left the search nothing but its first population.
+PRIOR_TIME_SHARE = 0.5
 
 
 def _scheduler(order_prior: dict) -> tuple[str, dict]:
@@ -57,10 +61,13 @@ def order_prior_keys(
     graph: Graph, order_prior: dict, time_limit: float | None = None
 ) -> np.ndarray:
     """Priority keys (``dagopt.place.decode.order_keys``) of the order the scheduler
-    ``order_prior`` gives ``graph`` on one device (within ``time_limit`` seconds, where
-    it takes one): 1 for its first op, near 0 last."""
+    ``order_prior`` gives ``graph`` on one device: 1 for its first op, near 0 last.
+
+    ``time_limit`` is the placer's: the scheduler gets ``PRIOR_TIME_SHARE`` of it (where
+    it takes one; ``approx-dp`` narrows its beam at its limit), the search the rest."""
     method, options = _scheduler(order_prior)
-    return order_keys(solve(graph, method, time_limit=time_limit, **options).order)
+    share = None if time_limit is None else PRIOR_TIME_SHARE * time_limit
+    return order_keys(solve(graph, method, time_limit=share, **options).order)
 
 
 @register_placer(
@@ -76,8 +83,8 @@ def brkga_prior(
     concentration: float = DEFAULT_CONCENTRATION,
     **options,
 ) -> PlacerResult:
-    """``time_limit`` covers the prior's order (``approx-dp`` narrows its beam at the
-    limit) and BRKGA, which gets what the order left."""
+    """``time_limit`` covers the prior's order (at most ``PRIOR_TIME_SHARE`` of it) and
+    BRKGA, which gets what the order left."""
     concentration = check_option("concentration", concentration, float)
     began = time.perf_counter()
     keys = order_prior_keys(problem.graph, DEFAULT_ORDER_PRIOR, time_limit)

@@ -32,10 +32,10 @@ from dagopt.place.brkga import (
     BrkgaParams,
     MutantDistributions,
     SearchOutcome,
+    TimedScorer,
     outcome_result,
     run_brkga,
 )
-from dagopt.place.decode import decode as decode_chromosomes
 from dagopt.place.prior import order_prior_keys
 from dagopt.registry import time_left
 
@@ -43,12 +43,6 @@ if TYPE_CHECKING:  # torch is imported when a REGAL placer first runs, not at re
     from dagopt.nn.regal import RegalPolicy
 
 DECODES = ("greedy", "sample")
-
-
-#: ``random_search`` under a time limit: the first batch, and the seconds each
-#: later batch is sized to take.
-TIMED_FIRST_BATCH = 20
-TIMED_BATCH_SECONDS = 0.1
 
 
 @lru_cache(maxsize=4)
@@ -83,11 +77,17 @@ def load_policy(problem: PlacementProblem, checkpoint) -> "RegalPolicy":
 
 
 def policy_distributions(
-    problem: PlacementProblem, policy: "RegalPolicy", *, decode_mode: str, seed
+    problem: PlacementProblem,
+    policy: "RegalPolicy",
+    *,
+    decode_mode: str,
+    seed,
+    time_limit: float | None = None,
 ) -> MutantDistributions:
     """One forward pass: the mutant distributions the policy picks for ``problem``.
 
-    A policy with an ``order_prior`` first runs that scheduler on the graph."""
+    A policy with an ``order_prior`` first runs that scheduler on the graph, within its
+    share of the placer's ``time_limit`` (``order_prior_keys``)."""
     import torch
 
     from dagopt.nn.regal import action_distributions, beta_grid, regal_inputs, sample_actions
@@ -98,7 +98,7 @@ def policy_distributions(
     if decode_mode == "sample":
         generator = torch.Generator().manual_seed(int(np.random.default_rng(seed).integers(2**62)))
     prior = policy.config.order_prior
-    prior_keys = None if prior is None else order_prior_keys(problem.graph, prior)
+    prior_keys = None if prior is None else order_prior_keys(problem.graph, prior, time_limit)
     inputs = regal_inputs(problem.graph, problem.runtimes, problem.devices, prior_keys)
     with torch.inference_mode():
         logits = policy(inputs)
@@ -117,27 +117,21 @@ def random_search(
     batch: int = 500,
 ) -> SearchOutcome:
     """The best of ``evaluations`` chromosomes drawn independently from ``distributions``
-    (fewer if ``time_limit`` seconds pass first; the first batch always runs). With a
-    time limit the batches start at ``TIMED_FIRST_BATCH`` and are then sized to take
-    ``TIMED_BATCH_SECONDS`` at the rate measured so far, up to ``batch`` (a batch of 500
-    took 5 s at 18,545 ops); the draws are the same in any batching."""
+    (fewer if ``time_limit`` seconds pass first; the first batch always runs), scored in
+    batches of at most ``batch`` (one of 500 took 5 s at 18,545 ops) or, under a time
+    limit, in ``TimedScorer``'s timed batches; the draws are the same in any batching."""
     if evaluations < 1:
         raise InputError(f"evaluations must be >= 1, got {evaluations}")
     rng = np.random.default_rng(seed)
     deadline = math.inf if time_limit is None else time.perf_counter() + time_limit
+    scorer = TimedScorer(problem, deadline, largest=batch)
     best: tuple[int, float] | None = None
     trace: list[tuple[int, int, float]] = []
     used = 0
-    size = batch if time_limit is None else min(batch, TIMED_FIRST_BATCH)
-    while used < evaluations and (used == 0 or time.perf_counter() < deadline):
-        count = min(size, evaluations - used)
-        began = time.perf_counter()
-        device_of, orders = decode_chromosomes(problem.graph, distributions.sample(count, rng))
-        infeasible, value = problem.evaluate(device_of, orders)
+    while used < evaluations and (used == 0 or not scorer.expired()):
+        count = min(scorer.batch, evaluations - used)
+        device_of, orders, infeasible, value = scorer.score(distributions.sample(count, rng))
         used += count
-        if time_limit is not None:
-            rate = count / max(time.perf_counter() - began, 1e-9)
-            size = max(1, min(batch, int(rate * TIMED_BATCH_SECONDS)))
         i = best_index(infeasible, value)
         cost = (int(infeasible[i]), float(value[i]))
         if best is None or cost < best:
@@ -160,10 +154,13 @@ def regal(
     decode: str = "greedy",
     **brkga_options,
 ) -> PlacerResult:
-    """``time_limit`` covers the policy's forward pass and BRKGA, which gets the rest."""
+    """``time_limit`` covers the policy's forward pass (with its order prior's share) and
+    BRKGA, which gets the rest."""
     began = time.perf_counter()
     policy = load_policy(problem, checkpoint)
-    distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
+    distributions = policy_distributions(
+        problem, policy, decode_mode=decode, seed=seed, time_limit=time_limit
+    )
     outcome = run_brkga(
         problem,
         seed=seed,
@@ -192,7 +189,9 @@ def idrs(
     rest."""
     began = time.perf_counter()
     policy = load_policy(problem, checkpoint)
-    distributions = policy_distributions(problem, policy, decode_mode=decode, seed=seed)
+    distributions = policy_distributions(
+        problem, policy, decode_mode=decode, seed=seed, time_limit=time_limit
+    )
     outcome = random_search(
         problem, distributions, evaluations=evaluations, seed=seed,
         time_limit=time_left(time_limit, began),
