@@ -168,16 +168,24 @@ def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
 
 
 def test_time_limits_times_each_method_once_per_limit(tmp_path, capsys):
-    """``time_limits.py`` on a graph file: a row per method and limit, in order (how
-    long each ran is the benchmark's to report, not a test's to assert)."""
+    """``time_limits.py`` on a graph file: a row per method and limit, in order, then a
+    row per placer, objective and limit (how long each ran is the benchmark's to report,
+    not a test's to assert)."""
     from dagopt.generate import generate_layered
     from dagopt.io import write_graph_json
 
     path = write_graph_json(generate_layered(200, seed=3), tmp_path / "g.json")
     script = load(SCRIPTS[0].parent / "time_limits.py")
-    argv = ["--graph", str(path), "--limits", "0.1", "0.2", "--methods", "anytime", "dfs-dp"]
+    argv = ["--graph", str(path), "--limits", "0.1", "0.2", "--methods", "anytime", "dfs-dp",
+            "--placers", "brkga", "--objectives", "runtime", "peak-memory"]  # fmt: skip
     assert script.main(argv) == 0
-    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[4:]]
-    assert [(row[0], row[1]) for row in rows] == [
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line.split(" | ") for line in lines if line.startswith("| ") and "---" not in line]
+    assert [tuple(row[:2]) for row in rows[1:5]] == [
         ("| anytime", "0.1"), ("| anytime", "0.2"), ("| dfs-dp", "0.1"), ("| dfs-dp", "0.2"),
     ]  # fmt: skip
+    assert [tuple(row[:3]) for row in rows[6:]] == [
+        ("| brkga", "runtime", "0.1"), ("| brkga", "runtime", "0.2"),
+        ("| brkga", "peak-memory", "0.1"), ("| brkga", "peak-memory", "0.2"),
+    ]  # fmt: skip
+    assert rows[0][0] == "| method" and rows[5][0] == "| placer"

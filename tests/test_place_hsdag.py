@@ -96,3 +96,68 @@ def test_a_time_limit_cuts_a_pass_short(method):
     result = place(graph, method, time_limit=1e-4, seed=0, episodes=3, steps=2, hidden=8)
     assert result.info["stopped_by_time_limit"] and result.info["episodes"] == 0
     assert result.info["placements"] == 1 and not result.device_of.any()
+
+
+def test_placeto_s_neighbour_means_and_pools_match_their_dense_definitions():
+    """Placeto's messages average over parents and children, its pools over a node's
+    ancestors, descendants and parallel nodes: the edge-list and closure-row versions
+    the policy runs equal the dense ``(n, n)`` matrices of the definition."""
+    import torch
+
+    from dagopt.nn.placeto import NeighbourMean, relation_pools
+
+    graph = generate_placement(80, seed=6)
+    n = graph.num_nodes
+    src, dst = graph.edges
+    adjacency = np.zeros((n, n))
+    adjacency[dst, src] = 1.0  # row v: v's parents
+    h = torch.randn(3, n, 5)
+    for matrix, mean in (
+        (adjacency, NeighbourMean(n, src, dst)),
+        (adjacency.T, NeighbourMean(n, dst, src)),
+    ):
+        dense = matrix / np.maximum(matrix.sum(axis=1, keepdims=True), 1)
+        expected = torch.einsum("vu,buh->bvh", torch.from_numpy(dense).float(), h)
+        assert torch.allclose(mean(h), expected, atol=1e-6)
+    reach = graph.closure_matrix
+    parallel = ~(reach | reach.T | np.eye(n, dtype=bool))
+    for node in range(n):
+        for pool, members in zip(
+            relation_pools(reach, node), (reach[:, node], reach[node], parallel[node]), strict=True
+        ):
+            count = max(members.sum(), 1)
+            assert np.allclose(pool.numpy(), members / count)
+
+
+def test_placeto_s_replayed_update_has_the_whole_pass_gradient():
+    """``replay_update`` back-propagates step by step; the gradient is the one of the
+    whole pass's REINFORCE loss, ``-mean((r - b) sum_t log p_t)``, taken at once."""
+    import torch
+
+    from dagopt.nn.placeto import PlacetoPolicy
+    from dagopt.place.pergraph import PerGraphSearch
+    from dagopt.place.placeto import replay_update, sample_pass
+
+    graph = generate_placement(40, seed=7)
+    search = PerGraphSearch.start(PlacementProblem(graph, Devices()), None)
+    order = graph.topological_order
+    x = torch.randn(graph.num_nodes, 4)
+    torch.manual_seed(0)
+    policy = PlacetoPolicy(graph, 4, 8, 2)
+    devices = sample_pass(policy, x, 3, order, search)
+    reward, value = torch.tensor([-1.0, -2.0, -0.5]), torch.full((3,), -1.2)
+    optimizer = torch.optim.SGD(policy.parameters(), lr=0.0)  # keeps the weights
+    replay_update(policy, optimizer, x, devices, order, reward, value)
+    replayed = [p.grad.clone() for p in policy.parameters()]
+    policy.zero_grad()
+    state, placed, log_prob = torch.zeros_like(devices), torch.zeros(len(order), dtype=bool), 0
+    for node in order.tolist():
+        logits = policy(x, state.clone(), placed.clone(), node)
+        log_prob = log_prob + torch.distributions.Categorical(logits=logits).log_prob(
+            devices[:, node]
+        )
+        state[:, node], placed[node] = devices[:, node], True
+    (-((reward - value) * log_prob).mean()).backward()
+    for mine, whole in zip(replayed, (p.grad for p in policy.parameters()), strict=True):
+        assert torch.allclose(mine, whole, atol=1e-6)
+    assert any(g.abs().sum() > 0 for g in replayed)

@@ -10,6 +10,14 @@ counting ``FAILED_RATIO``; REINFORCE with a moving-average baseline (``dagopt.rl
 Difference from Placeto: Placeto measures after every node's move and rewards the
 improvement; with the measurement budget fixed at HSDAG's, one measurement per pass
 (the terminal reward) keeps the number of measured placements equal.
+
+Memory: every step embeds the whole graph, so a pass that kept each step's autograd
+graph for one backward at its end held ``O(groups^2 B h)`` activations (about 250 MB
+a step at 2,000 groups, a pass past this machine's memory). A pass samples without
+gradients instead; once it is measured, ``replay_update`` runs each step again from its
+recorded state and back-propagates that step's share of the REINFORCE loss at once
+(the loss is a sum over steps, so the gradient is the same), one step's graph at a
+time, for one extra forward pass per step.
 """
 
 from dagopt.place.base import PlacementProblem, PlacerResult, register_placer
@@ -18,7 +26,6 @@ from dagopt.place.pergraph import (
     check_budget,
     group_features,
     one_thread,
-    reinforce_step,
     torch_seed,
 )
 
@@ -53,21 +60,48 @@ def placeto(
     critic = ExponentialBaseline()
     with one_thread():
         for _ in search.episodes("placeto", episodes):
-            devices = torch.zeros(int(steps), search.groups, dtype=torch.long)
-            placed = torch.zeros(search.groups, dtype=torch.bool)
-            log_prob = torch.zeros(int(steps))
-            for node in quotient.topological_order.tolist():
-                if search.cut_short():
-                    break
-                sampler = torch.distributions.Categorical(logits=policy(x, devices, placed, node))
-                action = sampler.sample()
-                log_prob = log_prob + sampler.log_prob(action)
-                devices = devices.clone()
-                devices[:, node] = action
-                placed = placed.clone()
-                placed[node] = True
-            if search.stopped_by_time_limit:
+            devices = sample_pass(policy, x, int(steps), quotient.topological_order, search)
+            if devices is None:
                 break
             reward = torch.from_numpy(-search.measure(devices.numpy()))
-            reinforce_step(optimizer, critic, log_prob, reward)
+            value, _ = critic.evaluate(None, reward)
+            replay_update(policy, optimizer, x, devices, quotient.topological_order, reward, value)
     return search.result()
+
+
+def sample_pass(policy, x, steps: int, order, search: PerGraphSearch):
+    """``(steps, groups)`` devices from one pass of ``steps`` placements in parallel,
+    every group from device 0 in ``order`` (no gradients); None when the time limit cut
+    it short (``PerGraphSearch.cut_short``)."""
+    import torch
+
+    devices = torch.zeros(steps, len(order), dtype=torch.long)
+    placed = torch.zeros(len(order), dtype=torch.bool)
+    with torch.no_grad():
+        for node in order.tolist():
+            if search.cut_short():
+                return None
+            logits = policy(x, devices, placed, node)
+            devices[:, node] = torch.distributions.Categorical(logits=logits).sample()
+            placed[node] = True
+    return devices
+
+
+def replay_update(policy, optimizer, x, devices, order, reward, value) -> None:
+    """One REINFORCE step (``dagopt.rl.reinforce.policy_gradient_loss``) for a pass that
+    ended in ``devices``: each step's state rebuilt from ``devices`` in ``order``, its
+    log-probability's share of the loss back-propagated at once (module docstring)."""
+    import torch
+
+    from dagopt.rl.reinforce import policy_gradient_loss
+
+    state = torch.zeros_like(devices)
+    placed = torch.zeros(len(order), dtype=torch.bool)
+    optimizer.zero_grad()
+    for node in order.tolist():
+        logits = policy(x, state, placed, node)
+        log_prob = torch.distributions.Categorical(logits=logits).log_prob(devices[:, node])
+        policy_gradient_loss(log_prob, reward, value).backward()
+        state[:, node] = devices[:, node]
+        placed[node] = True
+    optimizer.step()
