@@ -52,3 +52,20 @@ def tiny_models(tmp_path_factory):
             save_model(model_path(f"regal-{objective}"), RegalPolicy(TINY_REGAL), meta)
             write_tuned(model_path("brkga-tuned"), objective, BrkgaParams(), {"purpose": "tests"})
         yield root
+
+
+@pytest.fixture
+def prior_time_limits(monkeypatch):
+    """The ``time_limit`` each order prior's scheduler run got, in call order (the
+    placers' order priors, ``dagopt.place.prior``)."""
+    import dagopt.place.prior as prior
+
+    limits = []
+    solve = prior.solve
+
+    def recording_solve(graph, method, **options):
+        limits.append(options.get("time_limit"))
+        return solve(graph, method, **options)
+
+    monkeypatch.setattr(prior, "solve", recording_solve)
+    return limits

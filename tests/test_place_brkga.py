@@ -233,24 +233,14 @@ def test_brkga_stops_inside_a_generation_at_its_deadline():
         assert np.array_equal(first, again[:TIMED_FIRST_BATCH])
 
 
-def test_brkga_prior_s_time_limit_covers_its_order_prior(monkeypatch):
+def test_brkga_prior_s_time_limit_covers_its_order_prior(prior_time_limits):
     """The prior's approx-dp runs within its share of the limit; BRKGA gets what it left
     (here none: its first batch only)."""
-    import dagopt.place.prior as prior
-
-    limits = []
-
-    def solve(graph, method, **options):
-        limits.append(options.get("time_limit"))
-        return prior_solve(graph, method, **options)
-
-    prior_solve = prior.solve
-    monkeypatch.setattr(prior, "solve", solve)
     graph = generate_placement(80, seed=1)
     stopped = place(graph, "brkga-prior", seed=0, time_limit=0)
     assert stopped.evaluations == TIMED_FIRST_BATCH and stopped.info["stopped_by_time_limit"]
-    assert limits[-1] == 0
+    assert prior_time_limits[-1] == 0
     place(graph, "brkga-prior", seed=0, time_limit=60, evaluations=100)
-    assert limits[-1] == PRIOR_TIME_SHARE * 60
+    assert prior_time_limits[-1] == PRIOR_TIME_SHARE * 60
     finished = place(graph, "brkga-prior", seed=0)
     assert finished.evaluations == 5000 and not finished.info["stopped_by_time_limit"]

@@ -26,7 +26,7 @@ from dagopt.nn.regal import (
 from dagopt.objectives.devices import Devices
 from dagopt.place import PlacementProblem, place
 from dagopt.place.brkga import BrkgaParams, MutantDistributions, run_brkga
-from dagopt.place.prior import order_prior_keys
+from dagopt.place.prior import PRIOR_TIME_SHARE, order_prior_keys
 from dagopt.place.regal import random_search
 from dagopt.place.tuning import grid_search, read_tuned, write_tuned
 from dagopt.train import rundir
@@ -75,26 +75,15 @@ def test_idrs_under_a_time_limit_draws_the_same_samples_in_timed_batches(graph):
 
 @pytest.mark.parametrize("method", ["regal", "idrs"])
 def test_a_policy_s_order_prior_gets_its_share_of_the_time_limit(
-    graph, method, monkeypatch, tmp_path
+    graph, method, prior_time_limits, tmp_path
 ):
     """A policy that reads approx-dp's order (as the shipped peak-memory one does): under
     a time limit that order gets ``PRIOR_TIME_SHARE`` of it, not the whole (nor none)."""
-    import dagopt.place.prior as prior
-
     config = RegalConfig(hidden=8, rounds=1, order_prior={"method": "approx-dp", "beam_width": 50})
     path = save_model(tmp_path / "p.pt", RegalPolicy(config), {"objective": "peak-memory"})
-
-    limits = []
-
-    def solve(graph, method, **options):
-        limits.append(options.get("time_limit"))
-        return prior_solve(graph, method, **options)
-
-    prior_solve = prior.solve
-    monkeypatch.setattr(prior, "solve", solve)
     place(graph, method, objective="peak-memory", seed=0, evaluations=100, time_limit=60,
           checkpoint=path)  # fmt: skip
-    assert limits[-1] == prior.PRIOR_TIME_SHARE * 60  # (the first: place's warm-up)
+    assert prior_time_limits[-1] == PRIOR_TIME_SHARE * 60  # (the first: place's warm-up)
 
 
 def test_random_search_keeps_the_best_sample(graph):
