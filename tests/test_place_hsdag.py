@@ -86,11 +86,12 @@ def test_a_time_limit_stops_a_huge_episode_count(method, monkeypatch):
     assert result.device_of.shape == (graph.num_nodes,) and result.feasible
 
 
-@pytest.mark.parametrize("method", ["placeto", "rnn-placer"])
+@pytest.mark.parametrize("method", LEARNED)
 def test_a_time_limit_cuts_a_pass_short(method):
-    """A pass of Placeto or the RNN placer is a network step per group: past the limit
-    it stops where it is, unmeasured, and the all-on-device-0 placement measured first
-    is the answer (on thousands of groups one pass took minutes)."""
+    """A pass of Placeto or the RNN placer is a network step per group, an HSDAG episode
+    ``steps`` parsings: past the limit it stops where it is, and with nothing sampled
+    the all-on-device-0 placement measured first is the answer (on thousands of groups
+    one pass took minutes)."""
     graph = generate_placement(400, seed=2)
     place(graph, method, time_limit=5.0, seed=0, **SMALL)  # compiled and warmed up
     result = place(graph, method, time_limit=1e-4, seed=0, episodes=3, steps=2, hidden=8)

@@ -88,13 +88,18 @@ def hsdag(
             memory = torch.zeros(search.groups, hidden)
             log_probs, placements = [], []
             for _ in range(int(steps)):
+                if search.cut_short():
+                    break
                 parsing = policy.parse(z, edges, memory)
                 sampler = torch.distributions.Categorical(logits=parsing.logits)
                 action = sampler.sample()
                 log_probs.append(sampler.log_prob(action).sum())
                 placements.append(action.numpy()[parsing.group])
                 memory = parsing.state()
-            ratio = search.measure(np.stack(placements))
+            if placements:  # all of them, or those sampled before the limit
+                ratio = search.measure(np.stack(placements))
+            if search.cut_short():  # no episode follows: an update would change nothing
+                break
             rewards = np.where(ratio < FAILED_RATIO, 1.0 / ratio, 0.0)
             reward = torch.from_numpy(discounted_returns(rewards, discount))
             reinforce_step(optimizer, critic, torch.stack(log_probs), reward)

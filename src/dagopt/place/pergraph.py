@@ -119,10 +119,12 @@ class PerGraphSearch:
         return time.perf_counter() > self.deadline
 
     def cut_short(self) -> bool:
-        """Whether an episode must stop where it is, unmeasured: the time limit has
-        passed (``stopped_by_time_limit``). The placements measured so far stand, at
-        least the all-on-device-0 one of ``start``: a pass of Placeto or the RNN placer
-        is a network step per group, past 60 s on 2,418 ops (GPT-2 large training)."""
+        """Whether an episode must stop where it is: the time limit has passed
+        (``stopped_by_time_limit``). A pass that meets it stops unmeasured (one of
+        Placeto or the RNN placer is a network step per group, past 60 s on 2,418 ops,
+        GPT-2 large training), a measured episode skips its update (no episode follows
+        to use it), and the episode is not counted. The placements measured so far
+        stand, at least the all-on-device-0 one of ``start``."""
         if self.out_of_time():
             self.stopped_by_time_limit = True
         return self.stopped_by_time_limit

@@ -64,6 +64,8 @@ def placeto(
             if devices is None:
                 break
             reward = torch.from_numpy(-search.measure(devices.numpy()))
+            if search.cut_short():  # no episode follows: an update would change nothing
+                break
             value, _ = critic.evaluate(None, reward)
             replay_update(policy, optimizer, x, devices, quotient.topological_order, reward, value)
     return search.result()

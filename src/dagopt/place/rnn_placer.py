@@ -58,5 +58,7 @@ def rnn_placer(
             devices = np.empty((int(steps), search.groups), dtype=np.int64)
             devices[:, order] = actions.numpy()
             reward = torch.from_numpy(-np.sqrt(search.measure(devices)))
+            if search.cut_short():  # no episode follows: an update would change nothing
+                break
             reinforce_step(optimizer, critic, log_prob, reward)
     return search.result()
