@@ -162,3 +162,29 @@ def test_placeto_s_replayed_update_has_the_whole_pass_gradient():
     for mine, whole in zip(replayed, (p.grad for p in policy.parameters()), strict=True):
         assert torch.allclose(mine, whole, atol=1e-6)
     assert any(g.abs().sum() > 0 for g in replayed)
+
+
+def test_the_rnn_placer_s_recomputed_attention_has_the_plain_gradient(monkeypatch):
+    """The RNN placer recomputes each step's attention in the backward pass
+    (``torch.utils.checkpoint``): the samples and the gradient are those of keeping it."""
+    import torch
+
+    import dagopt.nn.rnn_placer as rnn
+
+    x = torch.randn(30, 5)
+    torch.manual_seed(0)
+    policy = rnn.RnnPlacer(5, 8, 2)
+
+    def gradient():
+        torch.manual_seed(1)
+        policy.zero_grad()
+        actions, log_prob = policy(x, 4)
+        log_prob.sum().backward()
+        return actions, [p.grad.clone() for p in policy.parameters()]
+
+    actions, recomputed = gradient()
+    monkeypatch.setattr(rnn, "checkpoint", lambda fn, *args, **options: fn(*args))
+    kept_actions, kept = gradient()
+    assert torch.equal(actions, kept_actions)
+    for mine, plain in zip(recomputed, kept, strict=True):
+        assert torch.allclose(mine, plain, atol=1e-6)

@@ -8,12 +8,18 @@ decoder's input at step ``t`` is the embedding of the device it chose at ``t - 1
 (a start token at ``t = 0``) and the encoder output of group ``t``. Attention:
 ``a_t = softmax(v^T tanh(W_e e_i + W_d d_t))``, context ``c_t = sum_i a_t,i e_i``,
 logits ``W_o [d_t, c_t]``.
+
+Memory: each step's attention spans all ``n`` groups, so keeping its ``(B, n, h)``
+activations for the backward pass held ``O(n^2 B h)`` over a pass (10 GB at 1,000
+groups). The attention is recomputed in the backward pass instead
+(``torch.utils.checkpoint``): the same gradient, ``O(n B h)`` memory.
 """
 
 from collections.abc import Callable
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 
 class RnnPlacer(nn.Module):
@@ -36,8 +42,7 @@ class RnnPlacer(nn.Module):
         """``batch`` sampled placements ``(batch, n)`` of the groups with features
         ``x`` ``(n, F)``, and their log-probabilities ``(batch,)``; ``None`` when
         ``stop`` (asked before each group's step) says to give up the pass."""
-        encoded, _ = self.encoder(x[None])
-        encoded = encoded.expand(batch, -1, -1)  # (B, n, H)
+        encoded, _ = self.encoder(x[None])  # (1, n, H): the same for every placement
         keys = self.attend_encoder(encoded)
         hidden = cell = encoded.new_zeros(batch, encoded.shape[2])
         previous = torch.full((batch,), self.num_devices, dtype=torch.long)
@@ -45,13 +50,20 @@ class RnnPlacer(nn.Module):
         for t in range(encoded.shape[1]):
             if stop is not None and stop():
                 return None
-            step = torch.cat([self.device_embedding(previous), encoded[:, t]], dim=1)
+            step = torch.cat(
+                [self.device_embedding(previous), encoded[:, t].expand(batch, -1)], dim=1
+            )
             hidden, cell = self.decoder(step, (hidden, cell))
-            score = self.attention(torch.tanh(keys + self.attend_decoder(hidden)[:, None]))
-            context = (torch.softmax(score, dim=1) * encoded).sum(dim=1)
+            context = checkpoint(self.attend, keys, encoded, hidden, use_reentrant=False)
             logits = self.out(torch.cat([hidden, context], dim=1))
             sampler = torch.distributions.Categorical(logits=logits)
             previous = sampler.sample()
             log_prob = log_prob + sampler.log_prob(previous)
             actions.append(previous)
         return torch.stack(actions, dim=1), log_prob
+
+    def attend(self, keys: torch.Tensor, encoded: torch.Tensor, hidden: torch.Tensor):
+        """The contexts ``c_t`` ``(B, H)`` of decoder states ``hidden`` ``(B, H)`` over
+        the encoder's outputs ``encoded`` and their projections ``keys`` ``(1, n, H)``."""
+        score = self.attention(torch.tanh(keys + self.attend_decoder(hidden)[:, None]))
+        return torch.matmul(torch.softmax(score, dim=1).transpose(1, 2), encoded)[:, 0]
