@@ -27,7 +27,7 @@ from dagopt.bench.script import positive_float, positive_int, run_script, script
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
 from dagopt.io import load
-from dagopt.objectives.runtime import estimate_runtimes
+from dagopt.objectives.runtime import DEFAULT_BANDWIDTH, DEFAULT_PEAK_FLOPS, estimate_runtimes
 from dagopt.place import place
 from dagopt.schedule import solve
 
@@ -110,8 +110,7 @@ def time_placers(
     graph: Graph, placers: list[str], objectives: list[str], limits: list[float]
 ) -> None:
     """The placement table: each placer once per objective and limit on two devices."""
-    # The roofline of ``dagopt place --estimate-runtime`` at its default device.
-    runtimes = estimate_runtimes(graph, peak_flops=100e12, bandwidth=1e12)
+    runtimes = estimate_runtimes(graph, peak_flops=DEFAULT_PEAK_FLOPS, bandwidth=DEFAULT_BANDWIDTH)
     header = ["placer", "objective", "limit s", "s", "past the limit s", "evaluations", "cost"]
     print(markdown_row(header))
     print(markdown_rule("llrrrrr"))

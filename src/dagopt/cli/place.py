@@ -24,6 +24,7 @@ from dagopt.executor import Executor
 from dagopt.graph import Graph
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
+from dagopt.objectives.runtime import DEFAULT_BANDWIDTH, DEFAULT_PEAK_FLOPS
 
 GraphArg = Annotated[
     Path,
@@ -292,8 +293,8 @@ def place_command(
     latency: LatencyOpt = 0.0,
     bandwidth: BandwidthOpt = math.inf,
     estimate_runtime: EstimateOpt = False,
-    peak_flops: PeakFlopsOpt = 100e12,
-    mem_bandwidth: MemBandwidthOpt = 1e12,
+    peak_flops: PeakFlopsOpt = DEFAULT_PEAK_FLOPS,
+    mem_bandwidth: MemBandwidthOpt = DEFAULT_BANDWIDTH,
     evaluations: Annotated[
         int | None,
         typer.Option(min=1, help="Cost-model evaluations (search methods).", show_default=False),
@@ -383,8 +384,8 @@ def evaluate_placement(
     latency: LatencyOpt = 0.0,
     bandwidth: BandwidthOpt = math.inf,
     estimate_runtime: EstimateOpt = False,
-    peak_flops: PeakFlopsOpt = 100e12,
-    mem_bandwidth: MemBandwidthOpt = 1e12,
+    peak_flops: PeakFlopsOpt = DEFAULT_PEAK_FLOPS,
+    mem_bandwidth: MemBandwidthOpt = DEFAULT_BANDWIDTH,
 ) -> None:
     """Simulate the placement in PLACEMENT on GRAPH with the cost model (003 A.1)."""
     from dagopt.objectives.placement import simulate

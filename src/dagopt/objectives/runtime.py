@@ -19,6 +19,11 @@ import numpy as np
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 
+#: The device ``dagopt place --estimate-runtime`` assumes unless told otherwise: 100
+#: TFLOP/s and 1 TB/s, an accelerator of the kind paper 003's placements are for.
+DEFAULT_PEAK_FLOPS = 100e12
+DEFAULT_BANDWIDTH = 1e12
+
 
 def _bytes_moved(graph: Graph) -> np.ndarray:
     """Bytes each op reads and writes: its output, its parameters and its inputs."""

@@ -21,12 +21,7 @@ import numpy as np
 
 from dagopt.errors import DagoptWarning, InputError
 from dagopt.models import missing_model, model_path
-from dagopt.place.base import (
-    PlacementProblem,
-    PlacerResult,
-    best_index,
-    register_placer,
-)
+from dagopt.place.base import PlacementProblem, PlacerResult, best_index, register_placer
 from dagopt.place.brkga import (
     OPTION_NAMES,
     BrkgaParams,
