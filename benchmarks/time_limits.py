@@ -17,7 +17,8 @@ shows it here: the limit stops searches, not the first answer.
 ``--placers`` (none by default) adds a second table: each placer once per limit and
 objective on two devices, each op's runtime from the roofline estimate (``dagopt place
 --estimate-runtime``), its search time (``Placement.seconds``; the warm-up apart), how
-far past the limit it ended, its evaluations and its cost.
+far past the limit it ended, its evaluations, its cost and, for the learned placers of
+paper 004, the co-location groups they place.
 """
 
 import time
@@ -112,8 +113,8 @@ def time_placers(
     """The placement table: each placer once per objective and limit on two devices."""
     runtimes = estimate_runtimes(graph, peak_flops=DEFAULT_PEAK_FLOPS, bandwidth=DEFAULT_BANDWIDTH)
     header = ["placer", "objective", "limit s", "s", "past the limit s", "evaluations", "cost"]
-    print(markdown_row(header))
-    print(markdown_rule("llrrrrr"))
+    print(markdown_row([*header, "groups"]))
+    print(markdown_rule("llrrrrrr"))
     for placer in placers:
         for objective in objectives:
             for limit in limits:
@@ -124,6 +125,7 @@ def time_placers(
                 row = [placer, objective, f"{limit:g}", format_seconds(run.seconds)]
                 row += [format_seconds(max(0.0, run.seconds - limit)), f"{run.evaluations:,}"]
                 row.append(f"{run.cost[1]:.6g}" + (" (infeasible)" if run.cost[0] else ""))
+                row.append(f"{run.info['groups']:,}" if "groups" in run.info else "")
                 print(markdown_row(row), flush=True)
 
 

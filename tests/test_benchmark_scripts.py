@@ -188,4 +188,5 @@ def test_time_limits_times_each_method_once_per_limit(tmp_path, capsys):
         ("| brkga", "runtime", "0.1"), ("| brkga", "runtime", "0.2"),
         ("| brkga", "peak-memory", "0.1"), ("| brkga", "peak-memory", "0.2"),
     ]  # fmt: skip
-    assert rows[0][0] == "| method" and rows[5][0] == "| placer"
+    assert rows[0][0] == "| method" and rows[5][0] == "| placer" and rows[5][-1] == "groups |"
+    assert all(row[-1].strip() == "|" for row in rows[6:])  # BRKGA places ops, not groups

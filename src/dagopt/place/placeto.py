@@ -12,8 +12,8 @@ improvement; with the measurement budget fixed at HSDAG's, one measurement per p
 (the terminal reward) keeps the number of measured placements equal.
 
 Memory: every step embeds the whole graph, so a pass that kept each step's autograd
-graph for one backward at its end held ``O(groups^2 B h)`` activations (about 250 MB
-a step at 2,000 groups, a pass past this machine's memory). A pass samples without
+graph for one backward at its end held ``O(groups^2 B h)`` activations (7.6 GB for
+passes over 400 groups, docs/hsdag.md, "Placeto's memory"). A pass samples without
 gradients instead; once it is measured, ``replay_update`` runs each step again from its
 recorded state and back-propagates that step's share of the REINFORCE loss at once
 (the loss is a sum over steps, so the gradient is the same), one step's graph at a
