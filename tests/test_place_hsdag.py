@@ -182,7 +182,15 @@ def test_the_rnn_placer_s_recomputed_attention_has_the_plain_gradient(monkeypatc
         log_prob.sum().backward()
         return actions, [p.grad.clone() for p in policy.parameters()]
 
+    checkpointed = []
+    recompute = rnn.checkpoint
+    monkeypatch.setattr(
+        rnn,
+        "checkpoint",
+        lambda *args, **options: checkpointed.append(1) or recompute(*args, **options),
+    )
     actions, recomputed = gradient()
+    assert len(checkpointed) == x.shape[0]  # every step's attention
     monkeypatch.setattr(rnn, "checkpoint", lambda fn, *args, **options: fn(*args))
     kept_actions, kept = gradient()
     assert torch.equal(actions, kept_actions)
