@@ -190,3 +190,38 @@ def test_time_limits_times_each_method_once_per_limit(tmp_path, capsys):
     ]  # fmt: skip
     assert rows[0][0] == "| method" and rows[5][0] == "| placer" and rows[5][-1] == "groups |"
     assert all(row[-1].strip() == "|" for row in rows[6:])  # BRKGA places ops, not groups
+
+
+def test_reference_models_learn_layout_rankings_from_real_programs(tmp_path, capsys):
+    """``tgraph_reference_models.py`` on eight measured ``xla`` random programs: one row
+    per configuration holding its layouts, a booster that ranks two held-out programs
+    well above chance (shuffled runtimes would give about 0), and one row layout per
+    collection: programs with another number of configurable nodes are an error."""
+    from shutil import copy
+
+    from dagopt.train.tgraph import load_graphs
+
+    source = Path(__file__).resolve().parents[1] / "datasets" / "configs" / "npz" / "layout"
+    for split, count in (("train", 8), ("valid", 2)):
+        target = tmp_path / "npz" / "layout" / "xla" / "random" / split
+        target.mkdir(parents=True)
+        for path in sorted((source / "xla" / "random" / split).glob("*.npz"))[:count]:
+            copy(path, target)
+    script = load(SCRIPTS[0].parent / "tgraph_reference_models.py")
+    graphs = load_graphs(tmp_path, "layout:xla:random", ["train"])
+    rows = script.configuration_rows(graphs[0])
+    layouts = graphs[0].configs(np.arange(graphs[0].num_configs)).flatten(1).numpy()
+    assert rows.shape[0] == graphs[0].num_configs
+    assert any(np.array_equal(rows[:, j], layouts[:, 0]) for j in range(rows.shape[1]))
+    booster, _ = script.fit(graphs, rounds=50, threads=1)
+    valid = load_graphs(tmp_path, "layout:xla:random", ["valid"])
+    assert script.booster_scores(booster, valid).mean() > 0.3
+    args = ["--data", str(tmp_path), "--collections", "layout:xla:random", "--rounds", "5"]
+    assert script.main([*args, "--threads", "1"]) == 0
+    assert "| layout:xla:random | 2 | 8 |" in capsys.readouterr().out
+    nlp = sorted((source / "nlp" / "random" / "train").glob("*.npz"))[0]
+    (tmp_path / "npz" / "layout" / "xla" / "random" / "train" / nlp.name).write_bytes(
+        nlp.read_bytes()
+    )
+    with pytest.raises(InputError, match="different numbers of configurable nodes"):
+        script.design(load_graphs(tmp_path, "layout:xla:random", ["train"]))
