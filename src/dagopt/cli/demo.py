@@ -21,6 +21,9 @@ DEMO_METHODS = ("bfs", "dfs", "random", "lpmf", "inductor", "approx-dp", "dfs-dp
 EXACT_DP_MAX_NODES = 100
 #: Time limit handed to every method of the demo, in seconds.
 DEMO_TIME_LIMIT = 10.0
+#: Shown while the methods' numba kernels load: compiled on the first run (about 20 s on
+#: two cores, silent otherwise), read from numba's cache after.
+WARM_UP_STATUS = "loading the solvers' compiled kernels (the first run compiles them, ~20 s)..."
 
 
 def demo(
@@ -46,8 +49,9 @@ def demo(
 def _run_methods(graph: Graph, seed: int) -> tuple[list[Schedule], list[str]]:
     """Run every demo method that applies; notes say which were skipped and why."""
     warm_up = generate_layered(8, seed=0)
-    for method in DEMO_METHODS:  # load the compiled numba kernels outside the timings
-        solve(warm_up, method, seed=seed)
+    with err_console.status(WARM_UP_STATUS):  # the numba kernels load outside the timings
+        for method in DEMO_METHODS:
+            solve(warm_up, method, seed=seed)
     results: list[Schedule] = []
     notes: list[str] = []
     for method in DEMO_METHODS:

@@ -1,14 +1,16 @@
-"""Model-guided tuning of the measured tile kernels, replayed on measured runtimes.
+"""Model-guided tuning of measured kernels (tile) and programs (layout), replayed on
+measured runtimes.
 
-A tuner picks ``budget`` configurations of a kernel (``pick(record, budget, rng)``); it
+A tuner picks ``budget`` configurations of a kernel or program (``pick(record, budget, rng)``); it
 is scored by the best MEASURED runtime among its picks over the best of all measured
-configurations of the kernel (``slowdown``, 1.0 = found the best). "Measuring" a
+configurations (``slowdown``, 1.0 = found the best). "Measuring" a
 configuration is looking up the runtime the dataset measured: a replay, not a new
 measurement. Tuners: ``RandomSearch``; ``ScoreGuided`` (rank every configuration by a
 scorer, e.g. TGraph's zero-shot scores, paper 002 section 2.5.3, and take the top
 ``budget``); ``CostModelSearch``, TVM MetaSchedule's loop (a random first batch, then
 retrain its XGBoost cost model on what was measured and measure its best unmeasured
-candidates, batch after batch, until the budget is spent).
+candidates, batch after batch, until the budget is spent; tile kernels only: its model
+scores one TIR function per candidate).
 """
 
 import math
@@ -18,7 +20,9 @@ from typing import Protocol
 import numpy as np
 
 from dagopt.errors import InputError
-from dagopt.io.tpugraphs import TileRecord
+from dagopt.io.tpugraphs import LayoutRecord, TileRecord
+
+Record = TileRecord | LayoutRecord
 
 
 def tuning_budget(configs: int, fraction: float) -> int:
@@ -35,12 +39,12 @@ def slowdown(runtimes: np.ndarray, picks: np.ndarray) -> float:
 
 
 class Tuner(Protocol):
-    def pick(self, record: TileRecord, budget: int, rng: np.random.Generator) -> np.ndarray:
+    def pick(self, record: Record, budget: int, rng: np.random.Generator) -> np.ndarray:
         """``budget`` distinct configuration indices of ``record``."""
         ...
 
 
-def _check(record: TileRecord, budget: int) -> None:
+def _check(record: Record, budget: int) -> None:
     if not 1 <= budget <= record.num_configs:
         raise InputError(f"{record.name}: budget {budget} outside 1..{record.num_configs}")
     if record.config_runtime is None:
@@ -50,7 +54,7 @@ def _check(record: TileRecord, budget: int) -> None:
 class RandomSearch:
     """``budget`` configurations drawn uniformly without replacement."""
 
-    def pick(self, record: TileRecord, budget: int, rng: np.random.Generator) -> np.ndarray:
+    def pick(self, record: Record, budget: int, rng: np.random.Generator) -> np.ndarray:
         _check(record, budget)
         return rng.choice(record.num_configs, size=budget, replace=False)
 
@@ -59,10 +63,10 @@ class ScoreGuided:
     """The ``budget`` configurations with the lowest ``scorer(record)`` (lower =
     predicted faster), all chosen before any measurement (zero-shot)."""
 
-    def __init__(self, scorer: Callable[[TileRecord], np.ndarray]) -> None:
+    def __init__(self, scorer: Callable[[Record], np.ndarray]) -> None:
         self.scorer = scorer
 
-    def pick(self, record: TileRecord, budget: int, rng: np.random.Generator) -> np.ndarray:
+    def pick(self, record: Record, budget: int, rng: np.random.Generator) -> np.ndarray:
         _check(record, budget)
         return np.argsort(np.asarray(self.scorer(record)), kind="stable")[:budget]
 
@@ -84,6 +88,8 @@ class CostModelSearch:
         from dagopt.rank.configs.tile import tiling_from_features
 
         _check(record, budget)
+        if not isinstance(record, TileRecord):
+            raise InputError(f"{record.name}: TVM's cost model tunes tile kernels only")
         kernel = kernel_from_name(record.name)
         modules = [schedule(kernel, tiling_from_features(kernel, r)) for r in record.config_feat]
         model = ScheduleCostModel(modules, record.config_feat, seed=int(rng.integers(2**31)))
