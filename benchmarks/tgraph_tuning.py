@@ -11,7 +11,8 @@ Each held-out kernel (``--split``, default test) of the measured tile collection
 measured runtime. A tuner with a budget of ``ceil(f x configs)`` measurements picks
 configurations; "measuring" one looks up the runtime the dataset measured (no new
 measurement). A cell is the best measured runtime among the picks over the best of all
-measured configurations (1.0 = found the best), averaged over ``--seeds``. Tuners
+measured configurations (1.0 = found the best), averaged over ``--seeds``; the table
+ends with each column's median, mean, count within 5 % of the best, and worst. Tuners
 (``dagopt.rank.tuning``): random search; TVM MetaSchedule's XGBoost cost model in its
 measure-update-predict loop (features: ``config_feat``, MetaSchedule's own
 ``PerStoreFeature`` crashes in apache-tvm 0.27.0.post1); TGraph, trained on
@@ -41,6 +42,8 @@ from dagopt.rank.tuning import CostModelSearch, RandomSearch, ScoreGuided, slowd
 from dagopt.train.tgraph import TGraphTrainConfig, train_tgraph
 
 TILE = "tile:xla"
+NEAR_BEST = 1.05
+"""A tuner's result counts as near the best within 5 % (issue 20's guided-tuning target)."""
 
 
 def trained_model(args: argparse.Namespace) -> Path:
@@ -105,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
         f"REPLAY on measured runtimes: {len(records)} {args.split} {what} of {args.data}, "
         f"{args.seeds} seeds; cell = best picked / best measured runtime (1.0 = the best)"
     )
-    header = ["kernel", "configs"] + [f"{t} @{b:.0%}" for b in args.budgets for t in tuners]
+    header = [what.split()[-1][:-1], "configs"] + [
+        f"{t} @{b:.0%}" for b in args.budgets for t in tuners
+    ]
     print(markdown_row(header))
     print(markdown_rule("lr" + "r" * (len(header) - 2)))
     table = []
@@ -121,8 +126,18 @@ def main(argv: list[str] | None = None) -> int:
                 row.append(float(np.mean(runs)))
         table.append(row)
         print(markdown_row([record.name, str(record.num_configs), *(f"{v:.3f}" for v in row)]))
-    median = np.median(np.array(table), axis=0)
-    print(markdown_row(["**median over kernels**", "", *(f"**{v:.3f}**" for v in median)]))
+    table = np.array(table)
+    unit = what.split()[-1]
+    summary = {
+        f"median over {unit}": [f"{v:.3f}" for v in np.median(table, axis=0)],
+        f"mean over {unit}": [f"{v:.3f}" for v in table.mean(axis=0)],
+        f"{unit} within {NEAR_BEST - 1:.0%} of the best": [
+            f"{n} of {len(table)}" for n in (table <= NEAR_BEST).sum(axis=0)
+        ],
+        "worst": [f"{v:.3f}" for v in table.max(axis=0)],
+    }
+    for label, cells in summary.items():
+        print(markdown_row([f"**{label}**", "", *(f"**{c}**" for c in cells)]))
     return 0
 
 
