@@ -1,5 +1,6 @@
 """Rank compiler configurations with the shipped TGraph models (paper 002), then tune a
-kernel with the model's picks against random search, on measured runtimes.
+layout program and a kernel with the model's picks against random search, on measured
+runtimes.
 
     python examples/rank_and_tune.py --budget 0.1 --seeds 5
 
@@ -35,6 +36,20 @@ def ranked(name: str, collection: str):
         return rank_file(path, collection=collection)
 
 
+def tune(record, scores) -> None:
+    """Tune ``record`` with ``--budget`` of its configurations measured: TGraph's top
+    picks (zero-shot) against random picks, each as best found / best measured."""
+    budget = tuning_budget(record.num_configs, args.budget)
+    guided = ScoreGuided(lambda _: scores).pick(record, budget, np.random.default_rng(0))
+    drawn = [
+        slowdown(record.config_runtime, RandomSearch().pick(record, budget, rng))
+        for rng in (np.random.default_rng(seed) for seed in range(args.seeds))
+    ]
+    print(f"  tuning with {budget} of {record.num_configs} measurements (best found / best):")
+    print(f"    TGraph's top {budget}: {slowdown(record.config_runtime, guided):.3f}")
+    print(f"    random search, mean of {args.seeds} seeds: {np.mean(drawn):.3f}")
+
+
 # Ranking a program's layouts: how well the predicted order matches the measured one.
 layout, scores = ranked("layout-program.npz", "layout:nlp:random")
 runtimes = layout.config_runtime
@@ -46,19 +61,12 @@ print(
     f"  predicted best layout {best}: {runtimes[best] / runtimes.min():.3f}x the fastest "
     f"measured, {runtimes[best] / np.median(runtimes):.3f}x the median"
 )
+tune(layout, scores)
 
-# Ranking a kernel's tilings, then tuning it with B measurements.
+# Ranking a kernel's tilings, then tuning it the same way.
 tile, scores = ranked("tile-kernel.npz", "tile:xla")
 runtimes = tile.config_runtime
 print(f"{tile.name}: {tile.num_configs} tilings, Kendall tau {kendall_tau(scores, runtimes):.3f}")
 metric = tile_metric(scores, runtimes)
 print(f"  tile metric (1 = the fastest is in the predicted top 5): {metric:.3f}")
-budget = tuning_budget(tile.num_configs, args.budget)
-guided = ScoreGuided(lambda record: scores).pick(tile, budget, np.random.default_rng(0))
-drawn = [
-    slowdown(runtimes, RandomSearch().pick(tile, budget, np.random.default_rng(seed)))
-    for seed in range(args.seeds)
-]
-print(f"  tuning with {budget} of {tile.num_configs} measurements (best found / best measured):")
-print(f"    TGraph's top {budget}: {slowdown(runtimes, guided):.3f}")
-print(f"    random search, mean of {args.seeds} seeds: {np.mean(drawn):.3f}")
+tune(tile, scores)

@@ -74,8 +74,11 @@ def test_rank_and_tune_ranks_with_the_shipped_models_and_beats_random_search(tmp
     out = run_example("rank_and_tune.py", "--seeds", "3", cwd=tmp_path)
     taus = [float(line.split("Kendall tau ")[1]) for line in out.splitlines() if "Kendall" in line]
     assert len(taus) == 2 and min(taus) > 0.5  # the measured order, not a random one
-    guided = float(out.split("TGraph's top 7: ")[1].split()[0])
-    drawn = float(out.split("random search, mean of 3 seeds: ")[1].split()[0])
+    program, kernel = out.split("tilings")
+    guided = float(program.split("TGraph's top 20: ")[1].split()[0])
+    assert 1.0 <= guided <= 1.05  # random picks come as close on this program
+    guided = float(kernel.split("TGraph's top 7: ")[1].split()[0])
+    drawn = float(kernel.split("random search, mean of 3 seeds: ")[1].split()[0])
     assert 1.0 <= guided <= drawn
 
 
