@@ -17,7 +17,7 @@ def examples(
     ] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace files already there.")] = False,
 ) -> None:
-    """Write the example files to DIR.
+    """Write the example files into a folder (--out DIR, default the current one).
 
     A graph, a small ONNX CNN, quick training configs and two TpuGraphs files."""
     if out.exists() and not out.is_dir():
