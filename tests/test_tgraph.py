@@ -388,6 +388,23 @@ def test_tta_and_fold_ensembling_are_deterministic_for_a_seed():
     assert one.shape == (40,)
 
 
+def test_prediction_reports_every_batch_it_scores():
+    """``predict`` tells a listener (``dagopt.progress``) each batch before scoring it:
+    members x permutations x batches in all (2 x 3 x ceil(40 / 16)), counting up."""
+    from dagopt.progress import reporting
+
+    graphs = [graph_for("layout", seed=s, configs=40) for s in range(2)]
+    ensemble = TGraphEnsemble.of(
+        [model_for(CONFIGS["tgraph-layout"], graphs, seed=s) for s in (1, 2)]
+    )
+    seen = []
+    with reporting(lambda stage, done, total: seen.append((stage, done, total))):
+        predict(ensemble, graphs[0], permutations=3, batch=16)
+    assert [done for _, done, _ in seen] == list(range(18))
+    assert {total for _, _, total in seen} == {18}
+    assert all(graphs[0].name in stage for stage, _, _ in seen)
+
+
 def test_log_numeric_features_are_standardised_after_the_log():
     """``numeric_features="log"``: the normaliser is fitted on ``sign(x) log(1 + |x|)``
     of ``node_feat[:134]`` and the model standardises the same transform, so the

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dagopt.cli.output import check_output, console
+from dagopt.cli.output import check_output, console, progress_on_terminal
 from dagopt.registry import MAX_SEED
 
 if TYPE_CHECKING:
@@ -87,7 +87,8 @@ def rank(
                 "--out writes a submission CSV and needs --collection (the model records none)"
             )
         began = time.perf_counter()
-        scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
+        with progress_on_terminal():
+            scores = predict(ranking.model, ranking.graph, permutations=tta, seed=seed)
         seconds = time.perf_counter() - began
         order = top_configs(scores)
         if number:

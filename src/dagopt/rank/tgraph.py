@@ -40,6 +40,7 @@ from dagopt.nn.tgraph.features import (
 )
 from dagopt.nn.tgraph.ranker import TGraphEnsemble, TGraphRanker
 from dagopt.objectives.ranking import kendall_tau, tile_metric
+from dagopt.progress import report
 from dagopt.rank.preprocess import (
     FeatureNormalizer,
     compress_layout_configs,
@@ -162,12 +163,19 @@ def predict(
     rng = np.random.default_rng(seed)
     orders = [rng.permutation(c) for _ in range(permutations)]
     members = _members(model)
+    chunks = -(-c // batch)
+    batches = [
+        (member, chunk)
+        for member in members
+        for order in orders
+        for chunk in np.array_split(order, chunks)
+    ]
     total = np.zeros(c)
     for member in members:
         member.eval()
-        for order in orders:
-            for chunk in np.array_split(order, -(-c // batch)):
-                total[chunk] += member(graph.tensors, graph.configs(chunk)).double().numpy()
+    for done, (member, chunk) in enumerate(batches):
+        report(f"{graph.name}: scoring configurations", done, len(batches))
+        total[chunk] += member(graph.tensors, graph.configs(chunk)).double().numpy()
     return total / (len(members) * permutations)
 
 
