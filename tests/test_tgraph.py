@@ -405,6 +405,29 @@ def test_prediction_reports_every_batch_it_scores():
     assert all(graphs[0].name in stage for stage, _, _ in seen)
 
 
+@pytest.mark.parametrize("name", ["tgraph-layout", "tgraph-tile", "baseline-layout"])
+def test_one_batch_of_every_configuration_is_scored_once_whatever_the_permutations(name):
+    """Every model is equivariant to the order of the configurations in a batch (eq. 6's
+    softmax included), so where one batch holds them all ``predict`` scores one order:
+    the scores of a permuted batch, put back in order, are the same, and 10 permutations
+    give what one gives, in one batch per member."""
+    from dagopt.progress import reporting
+
+    kind = name.split("-")[1]
+    graphs = [graph_for(kind, seed=s, configs=24) for s in range(2)]
+    model = model_for(CONFIGS[name], graphs, seed=1).eval()
+    order = np.random.default_rng(0).permutation(24)
+    with torch.no_grad():
+        straight = model(graphs[0].tensors, graphs[0].configs(np.arange(24)))
+        permuted = model(graphs[0].tensors, graphs[0].configs(order))
+    torch.testing.assert_close(permuted, straight[order], rtol=1e-5, atol=1e-5)
+    seen = []
+    with reporting(lambda stage, done, total: seen.append(total)):
+        ten = predict(model, graphs[0], permutations=10, batch=24)
+    assert seen == [1]
+    np.testing.assert_allclose(ten, predict(model, graphs[0], permutations=1), rtol=1e-5)
+
+
 def test_log_numeric_features_are_standardised_after_the_log():
     """``numeric_features="log"``: the normaliser is fitted on ``sign(x) log(1 + |x|)``
     of ``node_feat[:134]`` and the model standardises the same transform, so the

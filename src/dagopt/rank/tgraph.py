@@ -153,7 +153,11 @@ def predict(
     """Scores of every configuration of ``graph`` (lower = predicted faster), section
     2.5.3: for each of ``permutations`` seeded random orders, the configurations are
     split into near-equal batches of at most ``batch``, scored, put back in order; the
-    scores are averaged over permutations and ensemble members."""
+    scores are averaged over permutations and ensemble members. Where one batch holds
+    every configuration (``num_configs <= batch``: a tile kernel's 64, say) the orders
+    cannot change what the model sees: each layer but eq. 6 works per configuration and
+    eq. 6's softmax over the configurations is equivariant to their order, so every
+    permutation gives the same scores (up to float rounding) and one is scored."""
     if permutations < 1 or batch < 1:
         raise InputError("permutations and batch must be >= 1")
     check_kind(model, graph)
@@ -164,6 +168,8 @@ def predict(
     orders = [rng.permutation(c) for _ in range(permutations)]
     members = _members(model)
     chunks = -(-c // batch)
+    if chunks == 1:
+        orders = orders[:1]
     batches = [
         (member, chunk)
         for member in members
@@ -176,7 +182,7 @@ def predict(
     for done, (member, chunk) in enumerate(batches):
         report(f"{graph.name}: scoring configurations", done, len(batches))
         total[chunk] += member(graph.tensors, graph.configs(chunk)).double().numpy()
-    return total / (len(members) * permutations)
+    return total / (len(members) * len(orders))
 
 
 def graph_scores(
