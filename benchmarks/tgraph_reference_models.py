@@ -24,7 +24,6 @@ test-time augmentation), which is in-sample on the splits it was trained on (tra
 valid). Fitting time is the boosting alone (features apart).
 """
 
-import sys
 import time
 from pathlib import Path
 
@@ -39,7 +38,7 @@ from dagopt.models import model_path
 from dagopt.nn.tgraph.features import numeric_features
 from dagopt.nn.tgraph.physical import physical_features
 from dagopt.objectives.ranking import kendall_tau
-from dagopt.rank.tgraph import PreparedGraph, graph_scores, load_ranker
+from dagopt.rank.tgraph import PreparedGraph, graph_scores, load_ranker, shipped_model_name
 from dagopt.train.tgraph import load_graphs
 
 LAYOUT_COLLECTIONS = [c for c in COLLECTIONS if c.startswith("layout:")]
@@ -67,8 +66,8 @@ def configuration_rows(graph: PreparedGraph) -> np.ndarray:
     return rows.numpy()
 
 
-def design(graphs: list[PreparedGraph]) -> tuple[list[np.ndarray], int]:
-    """Each graph's rows and the shared row width; programs of another width are an
+def design(graphs: list[PreparedGraph]) -> list[np.ndarray]:
+    """Each graph's rows, all of one width; programs of another width are an
     ``InputError``."""
     rows = [configuration_rows(g) for g in graphs]
     widths = {r.shape[1] for r in rows}
@@ -77,26 +76,32 @@ def design(graphs: list[PreparedGraph]) -> tuple[list[np.ndarray], int]:
             f"programs with different numbers of configurable nodes ({sorted(widths)} "
             "columns): one flat row layout cannot describe them"
         )
-    return rows, widths.pop()
+    return rows
 
 
 def fit(graphs: list[PreparedGraph], rounds: int, threads: int):
     """The booster trained on ``graphs`` and its fitting seconds."""
     import xgboost
 
-    rows, _ = design(graphs)
-    targets = [np.log(g.runtimes) - np.log(g.runtimes).mean() for g in graphs]
-    matrix = xgboost.DMatrix(np.concatenate(rows), label=np.concatenate(targets))
+    logs = [np.log(g.runtimes) for g in graphs]
+    targets = np.concatenate([log - log.mean() for log in logs])
+    matrix = xgboost.DMatrix(np.concatenate(design(graphs)), label=targets)
     start = time.perf_counter()
     booster = xgboost.train({**MODEL_PARAMETERS, "nthread": threads}, matrix, rounds)
     return booster, time.perf_counter() - start
 
 
 def booster_scores(booster, graphs: list[PreparedGraph]) -> np.ndarray:
-    """Kendall's tau of the booster's predictions, per graph."""
+    """Kendall's tau of the booster's predictions, per graph (of the row width it was
+    trained on, else an ``InputError``)."""
     import xgboost
 
-    rows, _ = design(graphs)
+    rows = design(graphs)
+    if rows[0].shape[1] != booster.num_features():
+        raise InputError(
+            f"{rows[0].shape[1]} columns per configuration, but the booster was trained on "
+            f"{booster.num_features()}: programs with other numbers of configurable nodes"
+        )
     return np.array(
         [
             kendall_tau(booster.predict(xgboost.DMatrix(r)), g.runtimes)
@@ -128,14 +133,13 @@ def main(argv: list[str] | None = None) -> int:
         scored = load_graphs(args.score_data or args.data, collection, [args.split])
         booster, seconds = fit(train, args.rounds, args.threads)
         tau = booster_scores(booster, scored).mean()
-        row = [collection, str(len(scored)), str(len(train)), f"{tau:.3f}"]
-        row.append(f"{seconds:.1f}")
+        row = [collection, str(len(scored)), str(len(train)), f"{tau:.3f}", f"{seconds:.1f}"]
         if args.shipped:
-            name = "tgraph-" + collection.replace(":", "-")
-            row.append(f"{graph_scores(load_ranker(model_path(name)), scored).mean():.3f}")
+            model = load_ranker(model_path(shipped_model_name(collection)))
+            row.append(f"{graph_scores(model, scored).mean():.3f}")
         print(markdown_row(row), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run_script(main))
+    run_script(main)

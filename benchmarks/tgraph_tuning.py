@@ -37,7 +37,7 @@ from dagopt.bench.script import positive_int, run_script, script_parser
 from dagopt.io.tpugraphs import COLLECTIONS, collection_files, read_tpugraphs
 from dagopt.models import model_path
 from dagopt.nn.tgraph.config import TGraphConfig
-from dagopt.rank.tgraph import load_ranker, predict, prepare
+from dagopt.rank.tgraph import load_ranker, predict, prepare, shipped_model_name
 from dagopt.rank.tuning import CostModelSearch, RandomSearch, ScoreGuided, slowdown, tuning_budget
 from dagopt.train.tgraph import TGraphTrainConfig, train_tgraph
 
@@ -52,7 +52,7 @@ def trained_model(args: argparse.Namespace) -> Path:
     if args.model is not None:
         return args.model
     if args.collection != TILE:
-        return model_path("tgraph-" + args.collection.replace(":", "-"))
+        return model_path(shipped_model_name(args.collection))
     run = args.work / "tgraph"
     config = TGraphTrainConfig(
         collection=TILE,
@@ -103,14 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     tuners["TGraph"] = ScoreGuided(tgraph_scores)
     files = collection_files(args.data, args.collection, args.split)
     records = [read_tpugraphs(p) for p in files]
-    what = "kernels" if args.collection == TILE else f"{args.collection} programs"
+    unit = "kernels" if args.collection == TILE else "programs"
+    what = unit if args.collection == TILE else f"{args.collection} {unit}"
     print(
         f"REPLAY on measured runtimes: {len(records)} {args.split} {what} of {args.data}, "
         f"{args.seeds} seeds; cell = best picked / best measured runtime (1.0 = the best)"
     )
-    header = [what.split()[-1][:-1], "configs"] + [
-        f"{t} @{b:.0%}" for b in args.budgets for t in tuners
-    ]
+    header = [unit[:-1], "configs"] + [f"{t} @{b:.0%}" for b in args.budgets for t in tuners]
     print(markdown_row(header))
     print(markdown_rule("lr" + "r" * (len(header) - 2)))
     table = []
@@ -127,7 +126,6 @@ def main(argv: list[str] | None = None) -> int:
         table.append(row)
         print(markdown_row([record.name, str(record.num_configs), *(f"{v:.3f}" for v in row)]))
     table = np.array(table)
-    unit = what.split()[-1]
     summary = {
         f"median over {unit}": [f"{v:.3f}" for v in np.median(table, axis=0)],
         f"mean over {unit}": [f"{v:.3f}" for v in table.mean(axis=0)],

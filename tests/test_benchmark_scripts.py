@@ -225,3 +225,12 @@ def test_reference_models_learn_layout_rankings_from_real_programs(tmp_path, cap
     )
     with pytest.raises(InputError, match="different numbers of configurable nodes"):
         script.design(load_graphs(tmp_path, "layout:xla:random", ["train"]))
+    with pytest.raises(InputError, match="other numbers of configurable nodes"):
+        script.booster_scores(
+            booster,
+            [
+                g
+                for g in load_graphs(tmp_path, "layout:xla:random", ["train"])
+                if g.name == nlp.stem
+            ],
+        )

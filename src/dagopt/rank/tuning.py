@@ -1,9 +1,9 @@
 """Model-guided tuning of measured kernels (tile) and programs (layout), replayed on
 measured runtimes.
 
-A tuner picks ``budget`` configurations of a kernel or program (``pick(record, budget, rng)``); it
-is scored by the best MEASURED runtime among its picks over the best of all measured
-configurations (``slowdown``, 1.0 = found the best). "Measuring" a
+A tuner picks ``budget`` configurations of a kernel or program (``pick(record, budget,
+rng)``); it is scored by the best MEASURED runtime among its picks over the best of all
+measured configurations (``slowdown``, 1.0 = found the best). "Measuring" a
 configuration is looking up the runtime the dataset measured: a replay, not a new
 measurement. Tuners: ``RandomSearch``; ``ScoreGuided`` (rank every configuration by a
 scorer, e.g. TGraph's zero-shot scores, paper 002 section 2.5.3, and take the top
