@@ -6,8 +6,10 @@ per collection: graphs per split, configurations, the retest Kendall tau between
 halves of the timing rounds (the ceiling a model can reach), the runtime spread (slowest
 / fastest configuration of a graph, from the files), the 1-minute load average while
 measuring, and the size on disk. Tile rows add the best tiling's speed-up over TVM's
-default schedule (``config_runtime_normalizers``). ``--since COMMIT`` restricts every
-row to the graphs measured after a commit (those whose file that commit lacks), so a
+default schedule (``config_runtime_normalizers``). Below the table, the machines the
+sidecars name per collection (graphs measured before the machine was recorded count as
+"not recorded"): runtimes of one collection must come from one CPU. ``--since COMMIT``
+restricts every row to the graphs measured after a commit (those whose file that commit lacks), so a
 batch added to the dataset can be described on its own; ``--until COMMIT`` to the
 graphs that commit already had.
 
@@ -19,6 +21,7 @@ import json
 import platform
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,12 +66,12 @@ def files_at(root: Path, commit: str) -> set[Path]:
     return files
 
 
-def collection_row(
+def collection_files(
     root: Path, collection: str, keep: Callable[[Path], bool] | None = None
-) -> str | None:
-    """The collection's row over its graphs (those whose path under ``root`` ``keep``
+) -> dict[str, list[Path]]:
+    """The collection's files per split (those whose path under ``root`` ``keep``
     accepts, when given)."""
-    files = {
+    return {
         s: sorted(
             p
             for p in collection_dir(root, collection, s).glob("*.npz")
@@ -76,10 +79,35 @@ def collection_row(
         )
         for s in SPLITS
     }
+
+
+def sidecar_figures(root: Path, collection: str) -> dict:
+    sidecar = collection_dir(root, collection, "train").parent / "measurements.json"
+    return json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+
+
+def machines(root: Path, collection: str, keep: Callable[[Path], bool] | None = None) -> str:
+    """How many of the collection's graphs each machine timed, as its sidecar says."""
+    figures = sidecar_figures(root, collection)
+    counts = Counter(
+        figures.get(p.stem, {}).get("machine", "not recorded")
+        for paths in collection_files(root, collection, keep).values()
+        for p in paths
+    )
+    return "; ".join(
+        f"{n} on {m}" if m != "not recorded" else f"{n} {m}" for m, n in counts.items()
+    )
+
+
+def collection_row(
+    root: Path, collection: str, keep: Callable[[Path], bool] | None = None
+) -> str | None:
+    """The collection's row over its graphs (those whose path under ``root`` ``keep``
+    accepts, when given)."""
+    files = collection_files(root, collection, keep)
     if not any(files.values()):
         return None
-    sidecar = collection_dir(root, collection, "train").parent / "measurements.json"
-    figures = json.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    figures = sidecar_figures(root, collection)
     records = [read_tpugraphs(p) for s in SPLITS for p in files[s]]
     configs = np.array([r.num_configs for r in records])
     spread = np.array([r.config_runtime.max() / r.config_runtime.min() for r in records])
@@ -119,10 +147,15 @@ def main(argv: list[str] | None = None) -> None:
         "| load (1 min) | MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
+    measured = []
     for collection in COLLECTIONS:
         row = collection_row(args.root, collection, keep)
         if row:
             print(row)
+            measured.append(collection)
+    print("\ntimed on:")
+    for collection in measured:
+        print(f"- {collection}: {machines(args.root, collection, keep)}")
 
 
 if __name__ == "__main__":

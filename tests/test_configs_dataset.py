@@ -1,6 +1,7 @@
 """The measured configuration dataset: TVM kernels under tilings and layouts, the timing
 protocol, the TpuGraphs files ``dagopt generate configs`` writes, resume, missing TVM."""
 
+import json
 import shutil
 import sys
 from collections import Counter
@@ -25,7 +26,7 @@ from dagopt.integrations.tvm.layout import (  # noqa: E402
     random_config,
     reference,
 )
-from dagopt.integrations.tvm.measure import measure_programs  # noqa: E402
+from dagopt.integrations.tvm.measure import machine, measure_programs  # noqa: E402
 from dagopt.integrations.tvm.tile import (  # noqa: E402
     TileKernel,
     Tiling,
@@ -153,6 +154,23 @@ def test_a_second_run_skips_the_graphs_written(root):
         build_collection(root, "layout-nlp", "random", replace(TINY, rounds=4))
     with pytest.raises(InputError, match="was measured with --configs 4, not 200"):
         build_collection(root, "layout-nlp", "random", replace(TINY, configs=None))
+
+
+def test_a_collection_keeps_the_machine_that_timed_it(root):
+    """Runtimes of the same programs on another CPU rank differently, so the sidecar
+    names the machine and a collection timed on another one takes no more graphs."""
+    (path,) = build_collection(root, "layout-nlp", "random", TINY)
+    sidecar = path.parent.parent / "measurements.json"
+    (entry,) = json.loads(sidecar.read_text()).values()
+    assert entry["machine"] == machine() and "TVM" in entry["machine"]
+    figures = json.loads(sidecar.read_text())
+    figures[path.stem]["machine"] = "Another CPU (family 23, model 49, stepping 0); TVM 0.27"
+    sidecar.write_text(json.dumps(figures))
+    with pytest.raises(InputError, match=r"measured on Another CPU .* one machine"):
+        build_collection(root, "layout-nlp", "random", replace(TINY, graphs=2))
+    del figures[path.stem]["machine"]  # entries from before the machine was recorded
+    sidecar.write_text(json.dumps(figures))
+    assert len(build_collection(root, "layout-nlp", "random", replace(TINY, graphs=2))) == 1
 
 
 def test_extra_architectures_are_a_plan_of_their_own_in_train(root):

@@ -8,12 +8,18 @@ configurations per round) time one batch each. The runtime of a configuration is
 minimum per-call time; the minima of the first and the second half of the rounds give
 the retest Kendall tau (``dagopt.objectives.ranking.kendall_tau``), the ranking quality
 no model can beat on this data (paper 002, eq. 9). Reused by model-guided tuning.
+
+The retest tau is a ceiling for one machine only: the same programs timed on another
+CPU can rank differently (docs/configs_dataset.md, "One machine per collection"), so
+``machine`` names the CPU and the TVM that timed them, for the dataset's sidecar.
 """
 
 import os
+import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +37,28 @@ def pin_to_core(core: int | None = None) -> int:
         raise InputError(f"core {chosen} is not available (allowed: {allowed})")
     os.sched_setaffinity(0, {chosen})
     return chosen
+
+
+def machine() -> str:
+    """The CPU (vendor model name with family / model / stepping, which tell its
+    generation where a virtual machine masks the name) and the TVM version."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    cpu = fields.get("model name") or platform.processor() or "unknown CPU"
+    generation = ", ".join(
+        f"{label} {fields[key]}"
+        for key, label in (("cpu family", "family"), ("model", "model"), ("stepping", "stepping"))
+        if key in fields
+    )
+    from dagopt.integrations.tvm import require_tvm
+
+    tvm = require_tvm().__version__
+    return f"{cpu} ({generation}); TVM {tvm}" if generation else f"{cpu}; TVM {tvm}"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ test splits hold architectures the training split never saw.
 
 A graph whose ``.npz`` exists is skipped (resume); each new graph is measured (protocol:
 ``dagopt.integrations.tvm.measure``), its figures added to the collection's sidecar
-``measurements.json`` (retest tau, spread, load, ...; the ``.npz`` files keep exactly
+``measurements.json`` (retest tau, spread, load, the machine, ...; the ``.npz`` files keep exactly
 the published arrays) and then its ``.npz`` written, both atomically. Graphs are taken
 round-robin over the architectures, so a partial run covers every split.
 
@@ -367,19 +367,21 @@ def build_collection(
 ) -> list[Path]:
     """Measure and write the missing graphs of one collection; returns the new files."""
     from dagopt.integrations.tvm import require_tvm
-    from dagopt.integrations.tvm.measure import pin_to_core
+    from dagopt.integrations.tvm.measure import machine, pin_to_core
 
     collection = collection_name(kind, variant)
     require_tvm()
     allowed = os.sched_getaffinity(0)
     core = pin_to_core(options.core)
     try:
-        return _build(Path(root), kind, collection, options, core)
+        return _build(Path(root), kind, collection, options, core, machine())
     finally:
         os.sched_setaffinity(0, allowed)
 
 
-def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: int) -> list[Path]:
+def _build(
+    root: Path, kind: str, collection: str, options: BuildOptions, core: int, host: str
+) -> list[Path]:
     variant = collection.rsplit(":", 1)[-1]
     train = collection_dir(root, collection, "train")
     if options.check and train.is_dir() and any(train.glob("*.npz")):
@@ -390,6 +392,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
     graphs = plan_graphs(kind, root, options)
     sidecar = train.parent / SIDECAR
     figures = _read_sidecar(sidecar)
+    _check_machine(sidecar, figures, host)
     written = []
     for done, (model, graph) in enumerate(graphs):
         report(f"measuring {collection}", done, len(graphs))
@@ -406,6 +409,7 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
             "model": model,
             "split": split,
             "core": core,
+            "machine": host,
             "requested_configs": count,
             **measurement.summary(),
             **extra,
@@ -414,6 +418,18 @@ def _build(root: Path, kind: str, collection: str, options: BuildOptions, core: 
         written.append(write_tpugraphs(record, path, compressed=True))
     report(f"measuring {collection}", len(graphs), len(graphs))
     return written
+
+
+def _check_machine(sidecar: Path, figures: dict, host: str) -> None:
+    """A collection's runtimes come from one machine: a retest tau is a ceiling on one
+    CPU only, and programs timed on another rank differently (docs/configs_dataset.md,
+    "One machine per collection"). Entries from before the machine was recorded pass."""
+    others = {f.get("machine") for f in figures.values()} - {None, host}
+    if others:
+        raise InputError(
+            f"{sidecar} holds graphs measured on {sorted(others)[0]}, and this machine is "
+            f"{host}: a collection's runtimes come from one machine (measure into another --out)"
+        )
 
 
 def _check_protocol(path: Path, recorded: dict | None, rounds: int, configs: int) -> None:

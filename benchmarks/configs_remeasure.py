@@ -1,0 +1,142 @@
+"""The same programs timed twice, on two machines or two days (docs/configs_dataset.md,
+"One machine per collection"): how far one measurement's ranking carries to the other,
+and what the shipped TGraph models score on each.
+
+    python benchmarks/configs_remeasure.py --recorded datasets/configs-check \\
+        --remeasured runs/check_remeasure --collections layout:xla:random layout:xla:default
+
+For every collection, the programs of ``--split`` that both roots hold (by file name):
+the median ratio of the remeasured to the recorded runtimes, Kendall's tau between the
+two measurements where the two files hold the same configurations (``random``
+collections draw them from the program's seed; a ``default`` collection's genetic search
+follows the runtimes it measures, so its configurations differ), each root's retest
+ceiling (mean ``retest_tau`` of its sidecar) and the shipped model's tau on each
+(``graph_scores``, 10-permutation test-time augmentation; the mean over the programs).
+Each root's machine is what its sidecar records, where it does. ``--per-graph`` lists
+every program.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from dagopt.bench.markdown import markdown_row, markdown_rule
+from dagopt.bench.script import run_script, script_parser
+from dagopt.errors import InputError
+from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, collection_dir, read_tpugraphs
+from dagopt.models import model_path
+from dagopt.objectives.ranking import kendall_tau
+from dagopt.rank.tgraph import graph_scores, load_ranker, prepare, shipped_model_name
+
+
+def sidecar(root: Path, collection: str) -> dict:
+    path = collection_dir(root, collection, "train").parent / "measurements.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def paired_files(recorded: Path, remeasured: Path, collection: str, split: str):
+    """``(recorded, remeasured)`` paths of the programs both roots hold."""
+    old = {p.name: p for p in collection_dir(recorded, collection, split).glob("*.npz")}
+    new = {p.name: p for p in collection_dir(remeasured, collection, split).glob("*.npz")}
+    names = sorted(old.keys() & new.keys())
+    if not names:
+        raise InputError(f"{collection} {split}: no program is in both roots")
+    return [(old[n], new[n]) for n in names]
+
+
+def compare(recorded: Path, remeasured: Path, collection: str, split: str) -> list[dict]:
+    """One row per program: names, runtime ratio, cross tau, retests, shipped model taus."""
+    model = load_ranker(model_path(shipped_model_name(collection)))
+    figures = (sidecar(recorded, collection), sidecar(remeasured, collection))
+    rows = []
+    for old_path, new_path in paired_files(recorded, remeasured, collection, split):
+        old, new = read_tpugraphs(old_path), read_tpugraphs(new_path)
+        same = np.array_equal(old.node_config_feat, new.node_config_feat)
+        scores = graph_scores(model, [prepare(old), prepare(new)])
+        rows.append(
+            {
+                "program": old_path.stem,
+                "ratio": float(np.median(new.config_runtime) / np.median(old.config_runtime)),
+                "cross_tau": kendall_tau(old.config_runtime, new.config_runtime)
+                if same
+                else np.nan,
+                "retest": [f.get(old_path.stem, {}).get("retest_tau", np.nan) for f in figures],
+                "model": scores.tolist(),
+            }
+        )
+    return rows
+
+
+def machines(root: Path, collection: str, names: list[str]) -> str:
+    figures = sidecar(root, collection)
+    found = sorted({figures.get(n, {}).get("machine", "not recorded") for n in names})
+    return " / ".join(found)
+
+
+def summary_row(collection: str, rows: list[dict]) -> list[str]:
+    cross = np.array([r["cross_tau"] for r in rows])
+    retest = np.array([r["retest"] for r in rows], dtype=float)
+    model = np.array([r["model"] for r in rows])
+    tau = "-"
+    if not np.isnan(cross).all():
+        tau = f"{np.nanmedian(cross):.3f} [{np.nanmin(cross):.3f}, {np.nanmax(cross):.3f}]"
+    return [
+        collection,
+        str(len(rows)),
+        f"{np.median([r['ratio'] for r in rows]):.2f}",
+        tau,
+        f"{np.nanmean(retest[:, 0]):.3f} / {np.nanmean(retest[:, 1]):.3f}",
+        f"{model[:, 0].mean():.3f} / {model[:, 1].mean():.3f}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = script_parser(__doc__)
+    parser.add_argument("--recorded", type=Path, required=True)
+    parser.add_argument("--remeasured", type=Path, required=True)
+    parser.add_argument("--collections", nargs="+", choices=COLLECTIONS, required=True)
+    parser.add_argument("--split", choices=SPLITS, default="test")
+    parser.add_argument("--per-graph", action="store_true")
+    args = parser.parse_args(argv)
+    results = {c: compare(args.recorded, args.remeasured, c, args.split) for c in args.collections}
+    header = [
+        "collection",
+        "programs",
+        "runtime ratio (median)",
+        "tau recorded vs remeasured: median [min, max]",
+        "retest ceiling recorded / remeasured",
+        "shipped model tau recorded / remeasured",
+    ]
+    print(markdown_row(header))
+    print(markdown_rule("lrrrrr"))
+    for collection, rows in results.items():
+        print(markdown_row(summary_row(collection, rows)))
+    print()
+    for collection, rows in results.items():
+        names = [r["program"] for r in rows]
+        print(f"- {collection}: recorded on {machines(args.recorded, collection, names)}; ")
+        print(f"  remeasured on {machines(args.remeasured, collection, names)}")
+    if args.per_graph:
+        for collection, rows in results.items():
+            print(f"\n{collection}\n")
+            header = ["program", "ratio", "cross tau", "retest", "model recorded", "remeasured"]
+            print(markdown_row(header))
+            print(markdown_rule("lrrrrr"))
+            for r in rows:
+                print(
+                    markdown_row(
+                        [
+                            r["program"],
+                            f"{r['ratio']:.2f}",
+                            f"{r['cross_tau']:.3f}",
+                            " / ".join(f"{v:.3f}" for v in r["retest"]),
+                            f"{r['model'][0]:.3f}",
+                            f"{r['model'][1]:.3f}",
+                        ]
+                    )
+                )
+
+
+if __name__ == "__main__":
+    run_script(main)
