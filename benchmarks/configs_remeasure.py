@@ -3,17 +3,18 @@
 and what the shipped TGraph models score on each.
 
     python benchmarks/configs_remeasure.py --recorded datasets/configs-check \\
-        --remeasured runs/check_remeasure --collections layout:xla:random layout:xla:default
+        --remeasured datasets/configs-check-retimed --shipped \\
+        --collections layout:xla:random layout:xla:default
 
 For every collection, the programs of ``--split`` that both roots hold (by file name):
 the median ratio of the remeasured to the recorded runtimes, Kendall's tau between the
 two measurements where the two files hold the same configurations (``random``
 collections draw them from the program's seed; a ``default`` collection's genetic search
 follows the runtimes it measures, so its configurations differ), each root's retest
-ceiling (mean ``retest_tau`` of its sidecar) and the shipped model's tau on each
-(``graph_scores``, 10-permutation test-time augmentation; the mean over the programs).
-Each root's machine is what its sidecar records, where it does. ``--per-graph`` lists
-every program.
+ceiling (mean ``retest_tau`` of its sidecar) and, with ``--shipped``, the shipped
+model's tau on each (``graph_scores``, 10-permutation test-time augmentation; the mean
+over the programs; minutes per collection). Each root's machine is what its sidecar
+records, where it does. ``--per-graph`` lists every program.
 """
 
 import json
@@ -45,15 +46,18 @@ def paired_files(recorded: Path, remeasured: Path, collection: str, split: str):
     return [(old[n], new[n]) for n in names]
 
 
-def compare(recorded: Path, remeasured: Path, collection: str, split: str) -> list[dict]:
-    """One row per program: names, runtime ratio, cross tau, retests, shipped model taus."""
-    model = load_ranker(model_path(shipped_model_name(collection)))
+def compare(
+    recorded: Path, remeasured: Path, collection: str, split: str, shipped: bool
+) -> list[dict]:
+    """One row per program: name, runtime ratio, cross tau, retests and (``shipped``)
+    the shipped model's tau on each measurement."""
+    model = load_ranker(model_path(shipped_model_name(collection))) if shipped else None
     figures = (sidecar(recorded, collection), sidecar(remeasured, collection))
     rows = []
     for old_path, new_path in paired_files(recorded, remeasured, collection, split):
         old, new = read_tpugraphs(old_path), read_tpugraphs(new_path)
         same = np.array_equal(old.node_config_feat, new.node_config_feat)
-        scores = graph_scores(model, [prepare(old), prepare(new)])
+        scores = graph_scores(model, [prepare(old), prepare(new)]) if model else [np.nan] * 2
         rows.append(
             {
                 "program": old_path.stem,
@@ -62,7 +66,7 @@ def compare(recorded: Path, remeasured: Path, collection: str, split: str) -> li
                 if same
                 else np.nan,
                 "retest": [f.get(old_path.stem, {}).get("retest_tau", np.nan) for f in figures],
-                "model": scores.tolist(),
+                "model": list(scores),
             }
         )
     return rows
@@ -87,7 +91,7 @@ def summary_row(collection: str, rows: list[dict]) -> list[str]:
         f"{np.median([r['ratio'] for r in rows]):.2f}",
         tau,
         f"{np.nanmean(retest[:, 0]):.3f} / {np.nanmean(retest[:, 1]):.3f}",
-        f"{model[:, 0].mean():.3f} / {model[:, 1].mean():.3f}",
+        "-" if np.isnan(model).all() else f"{model[:, 0].mean():.3f} / {model[:, 1].mean():.3f}",
     ]
 
 
@@ -97,9 +101,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--remeasured", type=Path, required=True)
     parser.add_argument("--collections", nargs="+", choices=COLLECTIONS, required=True)
     parser.add_argument("--split", choices=SPLITS, default="test")
+    parser.add_argument("--shipped", action="store_true", help="score the shipped models too")
     parser.add_argument("--per-graph", action="store_true")
     args = parser.parse_args(argv)
-    results = {c: compare(args.recorded, args.remeasured, c, args.split) for c in args.collections}
+    results = {
+        c: compare(args.recorded, args.remeasured, c, args.split, args.shipped)
+        for c in args.collections
+    }
     header = [
         "collection",
         "programs",
@@ -115,8 +123,10 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for collection, rows in results.items():
         names = [r["program"] for r in rows]
-        print(f"- {collection}: recorded on {machines(args.recorded, collection, names)}; ")
-        print(f"  remeasured on {machines(args.remeasured, collection, names)}")
+        print(
+            f"- {collection}: recorded on {machines(args.recorded, collection, names)}; "
+            f"remeasured on {machines(args.remeasured, collection, names)}"
+        )
     if args.per_graph:
         for collection, rows in results.items():
             print(f"\n{collection}\n")

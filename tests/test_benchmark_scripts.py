@@ -234,3 +234,39 @@ def test_reference_models_learn_layout_rankings_from_real_programs(tmp_path, cap
                 if g.name == nlp.stem
             ],
         )
+
+
+def test_remeasure_compares_two_timings_of_the_same_programs(tmp_path, capsys):
+    """``configs_remeasure.py``: programs in both roots are paired by name; the same
+    configurations timed twice give the runtime ratio and Kendall's tau between the two
+    timings (a ranking reversed is -1), and roots with no program in common are an
+    error."""
+    from dataclasses import replace
+
+    from dagopt.io.tpugraphs import read_tpugraphs, write_tpugraphs
+
+    source = Path(__file__).resolve().parents[1] / "datasets" / "configs" / "npz" / "layout"
+    paths = sorted((source / "xla" / "random" / "valid").glob("*.npz"))[:2]
+    for root in ("a", "b"):
+        (tmp_path / root / "npz" / "layout" / "xla" / "random" / "valid").mkdir(parents=True)
+    for path in paths:
+        record = read_tpugraphs(path)
+        write_tpugraphs(
+            record, tmp_path / "a" / "npz" / "layout" / "xla" / "random" / "valid" / path.name
+        )
+        runtime = record.config_runtime
+        slower = 2 * runtime.max() - runtime + runtime.min()  # the order reversed, ratio > 1
+        write_tpugraphs(
+            replace(record, config_runtime=slower),
+            tmp_path / "b" / "npz" / "layout" / "xla" / "random" / "valid" / path.name,
+        )
+    script = load(SCRIPTS[0].parent / "configs_remeasure.py")
+    args = ["--recorded", str(tmp_path / "a"), "--remeasured", str(tmp_path / "b")]
+    args += ["--collections", "layout:xla:random", "--split", "valid", "--per-graph"]
+    script.main(args)
+    out = capsys.readouterr().out
+    assert "| layout:xla:random | 2 |" in out and "-1.000 [-1.000, -1.000]" in out
+    rows = script.compare(tmp_path / "a", tmp_path / "b", "layout:xla:random", "valid", False)
+    assert all(r["ratio"] > 1 and r["cross_tau"] == -1 for r in rows)
+    with pytest.raises(InputError, match="no program is in both roots"):
+        script.compare(tmp_path / "a", tmp_path / "b", "layout:xla:random", "train", False)
