@@ -9,26 +9,25 @@ measuring, and the size on disk. Tile rows add the best tiling's speed-up over T
 default schedule (``config_runtime_normalizers``). Below the table, the machines the
 sidecars name per collection (graphs measured before the machine was recorded count as
 "not recorded"): runtimes of one collection must come from one CPU. ``--since COMMIT``
-restricts every row to the graphs measured after a commit (those whose file that commit lacks), so a
-batch added to the dataset can be described on its own; ``--until COMMIT`` to the
-graphs that commit already had.
+restricts every row to the graphs measured after a commit (those whose file that commit
+lacks), so a batch added to the dataset can be described on its own; ``--until COMMIT``
+to the graphs that commit already had.
 
     PYTHONPATH=src python benchmarks/configs_dataset.py
     PYTHONPATH=src python benchmarks/configs_dataset.py --since 5550ba7
 """
 
-import json
-import platform
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from dagopt.bench.script import run_script, script_parser
+from dagopt.integrations.tvm.measure import cpu
 from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, TileRecord, collection_dir, read_tpugraphs
+from dagopt.rank.configs.build import read_sidecar, timed_on
 
 
 def _range(values: np.ndarray, digits: int = 2) -> str:
@@ -36,16 +35,6 @@ def _range(values: np.ndarray, digits: int = 2) -> str:
         return "-"
     low, mid, high = np.nanmin(values), np.nanmedian(values), np.nanmax(values)
     return f"{mid:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def files_at(root: Path, commit: str) -> set[Path]:
@@ -81,22 +70,10 @@ def collection_files(
     }
 
 
-def sidecar_figures(root: Path, collection: str) -> dict:
-    sidecar = collection_dir(root, collection, "train").parent / "measurements.json"
-    return json.loads(sidecar.read_text()) if sidecar.is_file() else {}
-
-
 def machines(root: Path, collection: str, keep: Callable[[Path], bool] | None = None) -> str:
     """How many of the collection's graphs each machine timed, as its sidecar says."""
-    figures = sidecar_figures(root, collection)
-    counts = Counter(
-        figures.get(p.stem, {}).get("machine", "not recorded")
-        for paths in collection_files(root, collection, keep).values()
-        for p in paths
-    )
-    return "; ".join(
-        f"{n} on {m}" if m != "not recorded" else f"{n} {m}" for m, n in counts.items()
-    )
+    names = [p.stem for paths in collection_files(root, collection, keep).values() for p in paths]
+    return timed_on(read_sidecar(root, collection), names)
 
 
 def collection_row(
@@ -107,7 +84,7 @@ def collection_row(
     files = collection_files(root, collection, keep)
     if not any(files.values()):
         return None
-    figures = sidecar_figures(root, collection)
+    figures = read_sidecar(root, collection)
     records = [read_tpugraphs(p) for s in SPLITS for p in files[s]]
     configs = np.array([r.num_configs for r in records])
     spread = np.array([r.config_runtime.max() / r.config_runtime.min() for r in records])
@@ -140,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.since or args.until:
         old = files_at(args.root, args.since or args.until)
         keep = (lambda path: path not in old) if args.since else (lambda path: path in old)
-    print(f"machine: {cpu_model()}; medians [min, max] over the graphs\n")
+    print(f"machine: {cpu()}; medians [min, max] over the graphs\n")
     print(
         "| collection | graphs train / valid / test | configurations (per graph) "
         "| retest tau | tau >= 0.8 | runtime spread | best tiling vs default "

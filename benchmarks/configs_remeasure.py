@@ -17,7 +17,6 @@ over the programs; minutes per collection). Each root's machine is what its side
 records, where it does. ``--per-graph`` lists every program.
 """
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -28,12 +27,8 @@ from dagopt.errors import InputError
 from dagopt.io.tpugraphs import COLLECTIONS, SPLITS, collection_dir, read_tpugraphs
 from dagopt.models import model_path
 from dagopt.objectives.ranking import kendall_tau
+from dagopt.rank.configs.build import read_sidecar, timed_on
 from dagopt.rank.tgraph import graph_scores, load_ranker, prepare, shipped_model_name
-
-
-def sidecar(root: Path, collection: str) -> dict:
-    path = collection_dir(root, collection, "train").parent / "measurements.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def paired_files(recorded: Path, remeasured: Path, collection: str, split: str):
@@ -52,7 +47,7 @@ def compare(
     """One row per program: name, runtime ratio, cross tau, retests and (``shipped``)
     the shipped model's tau on each measurement."""
     model = load_ranker(model_path(shipped_model_name(collection))) if shipped else None
-    figures = (sidecar(recorded, collection), sidecar(remeasured, collection))
+    figures = (read_sidecar(recorded, collection), read_sidecar(remeasured, collection))
     rows = []
     for old_path, new_path in paired_files(recorded, remeasured, collection, split):
         old, new = read_tpugraphs(old_path), read_tpugraphs(new_path)
@@ -70,12 +65,6 @@ def compare(
             }
         )
     return rows
-
-
-def machines(root: Path, collection: str, names: list[str]) -> str:
-    figures = sidecar(root, collection)
-    found = sorted({figures.get(n, {}).get("machine", "not recorded") for n in names})
-    return " / ".join(found)
 
 
 def summary_row(collection: str, rows: list[dict]) -> list[str]:
@@ -123,10 +112,11 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for collection, rows in results.items():
         names = [r["program"] for r in rows]
-        print(
-            f"- {collection}: recorded on {machines(args.recorded, collection, names)}; "
-            f"remeasured on {machines(args.remeasured, collection, names)}"
+        recorded, remeasured = (
+            timed_on(read_sidecar(root, collection), names)
+            for root in (args.recorded, args.remeasured)
         )
+        print(f"- {collection}: recorded: {recorded}; remeasured: {remeasured}")
     if args.per_graph:
         for collection, rows in results.items():
             print(f"\n{collection}\n")

@@ -38,7 +38,6 @@ real programs.
 """
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from dagopt.generate.tpugraphs import write_synthetic_collection
 from dagopt.io.tpugraphs import COLLECTIONS, collection_dir, collection_files
 from dagopt.nn.tgraph.config import NUMERIC_FEATURES, READOUTS, TGraphConfig, baseline_config
 from dagopt.nn.tgraph.loss import PAIR_WEIGHTS
+from dagopt.rank.configs.build import read_sidecar
 from dagopt.rank.tgraph import evaluate, graph_scores, load_ranker
 from dagopt.train.tgraph import (
     RECIPES,
@@ -95,10 +95,7 @@ def retest_ceiling(data: Path, collection: str, paths: list[Path]) -> str:
     """Mean ``retest_tau`` of the scored files in the collection's ``measurements.json``
     (``npz/<collection>/measurements.json``, keyed by graph name, as the measured
     dataset writes it), or ``-`` (TpuGraphs has none)."""
-    sidecar = collection_dir(data, collection, "train").parent / "measurements.json"
-    if not sidecar.is_file():
-        return "-"
-    table = json.loads(sidecar.read_text())
+    table = read_sidecar(data, collection)
     values = [
         float(table[p.stem]["retest_tau"])
         for p in paths

@@ -50,7 +50,9 @@ from dagopt.rank.configs.build import (  # noqa: E402
     BuildOptions,
     build_collection,
     plan_graphs,
+    read_sidecar,
     split_of,
+    timed_on,
 )
 from dagopt.rank.configs.layout import nlp_graph, xla_graph  # noqa: E402
 from dagopt.rank.configs.zoo_shapes import LayerShape  # noqa: E402
@@ -170,7 +172,13 @@ def test_a_collection_keeps_the_machine_that_timed_it(root):
         build_collection(root, "layout-nlp", "random", replace(TINY, graphs=2))
     del figures[path.stem]["machine"]  # entries from before the machine was recorded
     sidecar.write_text(json.dumps(figures))
-    assert len(build_collection(root, "layout-nlp", "random", replace(TINY, graphs=2))) == 1
+    (second,) = build_collection(root, "layout-nlp", "random", replace(TINY, graphs=2))
+    names = [path.stem, second.stem]
+    recorded = read_sidecar(root, "layout:nlp:random")
+    assert timed_on(recorded, names) == f"1 not recorded; 1 on {machine()}"
+    sidecar.write_text("{not json")
+    with pytest.raises(InputError, match="unreadable measurement sidecar"):
+        read_sidecar(root, "layout:nlp:random")
 
 
 def test_extra_architectures_are_a_plan_of_their_own_in_train(root):

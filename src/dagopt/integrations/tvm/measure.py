@@ -39,9 +39,9 @@ def pin_to_core(core: int | None = None) -> int:
     return chosen
 
 
-def machine() -> str:
-    """The CPU (vendor model name with family / model / stepping, which tell its
-    generation where a virtual machine masks the name) and the TVM version."""
+def cpu() -> str:
+    """The CPU: its model name with family / model / stepping, which tell its
+    generation where a virtual machine masks the name (``AMD EPYC``)."""
     fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -49,16 +49,20 @@ def machine() -> str:
             fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    cpu = fields.get("model name") or platform.processor() or "unknown CPU"
+    name = fields.get("model name") or platform.processor() or "unknown CPU"
     generation = ", ".join(
         f"{label} {fields[key]}"
         for key, label in (("cpu family", "family"), ("model", "model"), ("stepping", "stepping"))
         if key in fields
     )
+    return f"{name} ({generation})" if generation else name
+
+
+def machine() -> str:
+    """What timed a measurement: the CPU (``cpu``) and the TVM version."""
     from dagopt.integrations.tvm import require_tvm
 
-    tvm = require_tvm().__version__
-    return f"{cpu} ({generation}); TVM {tvm}" if generation else f"{cpu}; TVM {tvm}"
+    return f"{cpu()}; TVM {require_tvm().__version__}"
 
 
 @dataclass(frozen=True)

@@ -362,6 +362,24 @@ def _read_sidecar(path: Path) -> dict:
         raise InputError(f"{path}: unreadable measurement sidecar ({exc})") from None
 
 
+def read_sidecar(root: str | os.PathLike, collection: str) -> dict:
+    """A collection's ``measurements.json`` under dataset ``root``: per graph name its
+    figures (retest tau, load, machine, ...); empty where there is none (TpuGraphs)."""
+    return _read_sidecar(collection_dir(Path(root), collection, "train").parent / SIDECAR)
+
+
+def timed_on(figures: dict, names: list[str]) -> str:
+    """How many of the graphs ``names`` each machine timed, as ``figures`` (a sidecar)
+    records: ``"42 on <machine>; 3 not recorded"``."""
+    counts: dict[str, int] = {}
+    for name in names:
+        machine = figures.get(name, {}).get("machine")
+        counts[machine] = counts.get(machine, 0) + 1
+    return "; ".join(
+        f"{n} on {machine}" if machine else f"{n} not recorded" for machine, n in counts.items()
+    )
+
+
 def build_collection(
     root: str | os.PathLike, kind: str, variant: str, options: BuildOptions
 ) -> list[Path]:
