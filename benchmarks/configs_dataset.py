@@ -55,7 +55,7 @@ def files_at(root: Path, commit: str) -> set[Path]:
     return files
 
 
-def collection_files(
+def split_files(
     root: Path, collection: str, keep: Callable[[Path], bool] | None = None
 ) -> dict[str, list[Path]]:
     """The collection's files per split (those whose path under ``root`` ``keep``
@@ -72,7 +72,7 @@ def collection_files(
 
 def machines(root: Path, collection: str, keep: Callable[[Path], bool] | None = None) -> str:
     """How many of the collection's graphs each machine timed, as its sidecar says."""
-    names = [p.stem for paths in collection_files(root, collection, keep).values() for p in paths]
+    names = [p.stem for paths in split_files(root, collection, keep).values() for p in paths]
     return timed_on(read_sidecar(root, collection), names)
 
 
@@ -81,7 +81,7 @@ def collection_row(
 ) -> str | None:
     """The collection's row over its graphs (those whose path under ``root`` ``keep``
     accepts, when given)."""
-    files = collection_files(root, collection, keep)
+    files = split_files(root, collection, keep)
     if not any(files.values()):
         return None
     figures = read_sidecar(root, collection)

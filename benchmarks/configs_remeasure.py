@@ -33,8 +33,10 @@ from dagopt.rank.tgraph import graph_scores, load_ranker, prepare, shipped_model
 
 def paired_files(recorded: Path, remeasured: Path, collection: str, split: str):
     """``(recorded, remeasured)`` paths of the programs both roots hold."""
-    old = {p.name: p for p in collection_dir(recorded, collection, split).glob("*.npz")}
-    new = {p.name: p for p in collection_dir(remeasured, collection, split).glob("*.npz")}
+    old, new = (
+        {p.name: p for p in collection_dir(root, collection, split).glob("*.npz")}
+        for root in (recorded, remeasured)
+    )
     names = sorted(old.keys() & new.keys())
     if not names:
         raise InputError(f"{collection} {split}: no program is in both roots")
@@ -43,9 +45,10 @@ def paired_files(recorded: Path, remeasured: Path, collection: str, split: str):
 
 def compare(
     recorded: Path, remeasured: Path, collection: str, split: str, shipped: bool
-) -> list[dict]:
-    """One row per program: name, runtime ratio, cross tau, retests and (``shipped``)
-    the shipped model's tau on each measurement."""
+) -> tuple[list[dict], tuple[dict, dict]]:
+    """One row per program (name, runtime ratio, cross tau, retests and, with
+    ``shipped``, the shipped model's tau on each measurement) and the two roots'
+    sidecars."""
     model = load_ranker(model_path(shipped_model_name(collection))) if shipped else None
     figures = (read_sidecar(recorded, collection), read_sidecar(remeasured, collection))
     rows = []
@@ -64,7 +67,7 @@ def compare(
                 "model": list(scores),
             }
         )
-    return rows
+    return rows, figures
 
 
 def summary_row(collection: str, rows: list[dict]) -> list[str]:
@@ -107,18 +110,15 @@ def main(argv: list[str] | None = None) -> None:
     ]
     print(markdown_row(header))
     print(markdown_rule("lrrrrr"))
-    for collection, rows in results.items():
+    for collection, (rows, _) in results.items():
         print(markdown_row(summary_row(collection, rows)))
     print()
-    for collection, rows in results.items():
+    for collection, (rows, figures) in results.items():
         names = [r["program"] for r in rows]
-        recorded, remeasured = (
-            timed_on(read_sidecar(root, collection), names)
-            for root in (args.recorded, args.remeasured)
-        )
+        recorded, remeasured = (timed_on(f, names) for f in figures)
         print(f"- {collection}: recorded: {recorded}; remeasured: {remeasured}")
     if args.per_graph:
-        for collection, rows in results.items():
+        for collection, (rows, _) in results.items():
             print(f"\n{collection}\n")
             header = ["program", "ratio", "cross tau", "retest", "model recorded", "remeasured"]
             print(markdown_row(header))

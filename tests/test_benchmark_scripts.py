@@ -266,7 +266,7 @@ def test_remeasure_compares_two_timings_of_the_same_programs(tmp_path, capsys):
     script.main(args)
     out = capsys.readouterr().out
     assert "| layout:xla:random | 2 |" in out and "-1.000 [-1.000, -1.000]" in out
-    rows = script.compare(tmp_path / "a", tmp_path / "b", "layout:xla:random", "valid", False)
+    rows, _ = script.compare(tmp_path / "a", tmp_path / "b", "layout:xla:random", "valid", False)
     assert all(r["ratio"] > 1 and r["cross_tau"] == -1 for r in rows)
     with pytest.raises(InputError, match="no program is in both roots"):
         script.compare(tmp_path / "a", tmp_path / "b", "layout:xla:random", "train", False)

@@ -34,6 +34,7 @@ test split are measured again. With ``--lengths`` their programs are at drawn le
 
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -362,19 +363,21 @@ def _read_sidecar(path: Path) -> dict:
         raise InputError(f"{path}: unreadable measurement sidecar ({exc})") from None
 
 
+def sidecar_path(root: str | os.PathLike, collection: str) -> Path:
+    """Where a collection's ``measurements.json`` lies under dataset ``root``."""
+    return collection_dir(Path(root), collection, "train").parent / SIDECAR
+
+
 def read_sidecar(root: str | os.PathLike, collection: str) -> dict:
     """A collection's ``measurements.json`` under dataset ``root``: per graph name its
     figures (retest tau, load, machine, ...); empty where there is none (TpuGraphs)."""
-    return _read_sidecar(collection_dir(Path(root), collection, "train").parent / SIDECAR)
+    return _read_sidecar(sidecar_path(root, collection))
 
 
 def timed_on(figures: dict, names: list[str]) -> str:
     """How many of the graphs ``names`` each machine timed, as ``figures`` (a sidecar)
     records: ``"42 on <machine>; 3 not recorded"``."""
-    counts: dict[str, int] = {}
-    for name in names:
-        machine = figures.get(name, {}).get("machine")
-        counts[machine] = counts.get(machine, 0) + 1
+    counts = Counter(figures.get(name, {}).get("machine") for name in names)
     return "; ".join(
         f"{n} on {machine}" if machine else f"{n} not recorded" for machine, n in counts.items()
     )
@@ -408,7 +411,7 @@ def _build(
             f"{collection} training graphs"
         )
     graphs = plan_graphs(kind, root, options)
-    sidecar = train.parent / SIDECAR
+    sidecar = sidecar_path(root, collection)
     figures = _read_sidecar(sidecar)
     _check_machine(sidecar, figures, host)
     written = []
