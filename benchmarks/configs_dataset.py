@@ -70,21 +70,9 @@ def split_files(
     }
 
 
-def machines(root: Path, collection: str, keep: Callable[[Path], bool] | None = None) -> str:
-    """How many of the collection's graphs each machine timed, as its sidecar says."""
-    names = [p.stem for paths in split_files(root, collection, keep).values() for p in paths]
-    return timed_on(read_sidecar(root, collection), names)
-
-
-def collection_row(
-    root: Path, collection: str, keep: Callable[[Path], bool] | None = None
-) -> str | None:
-    """The collection's row over its graphs (those whose path under ``root`` ``keep``
-    accepts, when given)."""
-    files = split_files(root, collection, keep)
-    if not any(files.values()):
-        return None
-    figures = read_sidecar(root, collection)
+def collection_row(collection: str, files: dict[str, list[Path]], figures: dict) -> str:
+    """The collection's row over its graphs ``files`` (per split, none empty overall),
+    with ``figures`` its sidecar."""
     records = [read_tpugraphs(p) for s in SPLITS for p in files[s]]
     configs = np.array([r.num_configs for r in records])
     spread = np.array([r.config_runtime.max() / r.config_runtime.min() for r in records])
@@ -124,15 +112,16 @@ def main(argv: list[str] | None = None) -> None:
         "| load (1 min) | MiB |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
-    measured = []
+    machines = []  # how many graphs each machine timed, per collection, as its sidecar says
     for collection in COLLECTIONS:
-        row = collection_row(args.root, collection, keep)
-        if row:
-            print(row)
-            measured.append(collection)
-    print("\ntimed on:")
-    for collection in measured:
-        print(f"- {collection}: {machines(args.root, collection, keep)}")
+        files = split_files(args.root, collection, keep)
+        if not any(files.values()):
+            continue
+        figures = read_sidecar(args.root, collection)
+        print(collection_row(collection, files, figures))
+        names = [p.stem for paths in files.values() for p in paths]
+        machines.append(f"- {collection}: {timed_on(figures, names)}")
+    print("\ntimed on:", *machines, sep="\n")
 
 
 if __name__ == "__main__":

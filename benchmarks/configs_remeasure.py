@@ -87,6 +87,20 @@ def summary_row(collection: str, rows: list[dict]) -> list[str]:
     ]
 
 
+def program_row(row: dict) -> list[str]:
+    """One program's cells of the ``--per-graph`` table."""
+    retest = " / ".join(f"{v:.3f}" for v in row["retest"])
+    recorded, remeasured = (f"{v:.3f}" for v in row["model"])
+    return [
+        row["program"],
+        f"{row['ratio']:.2f}",
+        f"{row['cross_tau']:.3f}",
+        retest,
+        recorded,
+        remeasured,
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = script_parser(__doc__)
     parser.add_argument("--recorded", type=Path, required=True)
@@ -124,18 +138,7 @@ def main(argv: list[str] | None = None) -> None:
             print(markdown_row(header))
             print(markdown_rule("lrrrrr"))
             for r in rows:
-                print(
-                    markdown_row(
-                        [
-                            r["program"],
-                            f"{r['ratio']:.2f}",
-                            f"{r['cross_tau']:.3f}",
-                            " / ".join(f"{v:.3f}" for v in r["retest"]),
-                            f"{r['model'][0]:.3f}",
-                            f"{r['model'][1]:.3f}",
-                        ]
-                    )
-                )
+                print(markdown_row(program_row(r)))
 
 
 if __name__ == "__main__":
