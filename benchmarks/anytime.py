@@ -65,10 +65,9 @@ class Entry:
 def entries(
     beam_width: int, limits: Iterable[float], options: dict[str, Any], seed: int = 0
 ) -> list[Entry]:
-    rows = [
-        Entry("inductor", "inductor", {}),
-        Entry(f"approx-dp K={beam_width}", "approx-dp", {"beam_width": beam_width}),
-    ]
+    rows = [Entry("inductor", "inductor", {})]
+    if beam_width:
+        rows.append(Entry(f"approx-dp K={beam_width}", "approx-dp", {"beam_width": beam_width}))
     named = {**options, **({"seed": seed} if seed else {})}
     suffix = "".join(f" {key}={value}" for key, value in named.items())
     rows += [
@@ -158,7 +157,12 @@ def main(argv: list[str] | None = None) -> int:
         help="held-out layered graphs per size (0: the --zoo graphs only)",
     )
     parser.add_argument("--limits", type=positive_float, nargs="+", default=[1.0, 3.0, 10.0])
-    parser.add_argument("--beam-width", type=positive_int, default=1000, help="approx-dp row's K")
+    parser.add_argument(
+        "--beam-width",
+        type=non_negative_int,
+        default=1000,
+        help="approx-dp row's K (0: no approx-dp row, e.g. for seed sweeps of anytime)",
+    )
     parser.add_argument("--reference-width", type=positive_int, default=10_000, help="reference K")
     parser.add_argument(
         "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from dagopt import Graph
 from dagopt.objectives import memory_profile
 from dagopt.schedule import anytime_kernels as kernels
-from dagopt.schedule.anytime import Search
+from dagopt.schedule.anytime import Search, closure_distances
 from dags import dags
 from test_anytime import _random_topological_order, _score
 
@@ -95,3 +95,27 @@ def test_push_lowers_a_peak_where_no_node_move_does():
     assert list(search.order) == [0, 1, 3, 4, 2, 5]
     assert g.is_topological(search.order)
     assert memory_profile(g, search.order, keep_outputs=False).during.max() == 25.0
+
+
+def test_push_reaches_a_buffer_read_over_512_steps_on():
+    """A training graph's gradient buffer: a zero-filled source ``z`` (100) is written by
+    ``p`` (100) at the start of a long chain of small nodes and read by the sink ``q`` at
+    its end; a large chain node 700 steps on sets the peak. Pushing ``z`` with ``p``
+    past it lowers the peak (T5-small's decoder embedding gradient stood 764 steps
+    before its sum); with stretches of at most 512 steps no closure move does."""
+    chain = 800
+    z, p, q = chain, chain + 1, chain + 2
+    sources = [*range(chain - 1), z, p, 0, chain - 1]
+    targets = [*range(1, chain), p, q, p, q]
+    mem = np.ones(chain + 3)
+    mem[[z, p, q]] = 100.0
+    mem[700] = 150.0
+    g = Graph(chain + 3, sources, targets, mem=mem)
+    search = Search(g, np.array([z, 0, p, *range(1, chain), q]), keep_outputs=False)
+    before = search.peak
+    assert before == 100.0 + 150.0 + 1.0  # p, chain node 700 and its consumer 701
+    up_to_512 = closure_distances(512)
+    assert search.best_closure(0, np.inf, distances=up_to_512)[2] == before
+    assert search.closure_move(0, np.inf)
+    assert g.is_topological(search.order)
+    assert search.peak < 0.85 * before

@@ -159,6 +159,14 @@ def schedule(
             min=1, help="Search threads sharing one best order (anytime).", show_default=False
         ),
     ] = None,
+    closure_reach: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help="Longest closure move, steps; 0: the whole graph (anytime; default 2048).",
+            show_default=False,
+        ),
+    ] = None,
     time_limit: Annotated[
         float | None, typer.Option(min=0, help="Time limit in seconds.", show_default=False)
     ] = None,
@@ -188,6 +196,7 @@ def schedule(
         "guide": guide,
         "largest": largest,
         "threads": threads,
+        "closure_reach": closure_reach,
     }
     options = {key: value for key, value in given.items() if value is not None}
     spec.check_options(options)  # before any graph is read or any result written

@@ -24,7 +24,7 @@ between them:
 - **closure moves** (``closure_kernels.best_closure_move``), tried when node moves
   reach a local optimum, before a window: a node pulled earlier together with its
   ancestors that stand in the way, or pushed later with its descendants, over a
-  stretch of up to 512 steps holding a peak step (``CLOSURE_DISTANCES``,
+  stretch of up to 2048 steps holding a peak step (``CLOSURE_REACH``,
   ``CLOSURE_RATIO``). They move a whole branch where a single node move is blocked by
   a dependency and a window DP's beam drops the states that allocate early to free
   late. The best one is applied; the search goes back to node moves after it.
@@ -102,11 +102,30 @@ KICK_NOISE = 1.0
 #: the same peaks, and 0.7 points worse with stretches of up to 64 steps; 0.97 was 0.3
 #: points worse).
 CLOSURE_RATIO = 1.0
-#: Stretch lengths of the closure moves, steps (tuned on validation layered graphs and
-#: the zoo's training graphs: up to 64 steps did as well on layered graphs of 2000
-#: nodes, but up to 512 took T5-small's training graph from -9 % to -35 % below
-#: Inductor in 10 s; up to 4096 did no better than 512 and cost more).
-CLOSURE_DISTANCES = np.array([2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512])
+#: The longest stretch of a closure move, steps (``closure_reach``; 0: the whole graph).
+#: Tuned on validation layered graphs and the zoo's training graphs: up to 64 steps did
+#: as well on layered graphs of 2000 nodes, but up to 512 took T5-small's training graph
+#: from -9 % to -35 % below Inductor in 10 s, and up to 2048 to -35 % on every seed (512:
+#: -12 to -35 % by the seed; its decoder embedding gradient is written 764 steps before
+#: the sum that reads it); up to 4096 or the whole graph gave the same peaks there and
+#: less on an 18,545-node training graph, whose sweeps took most of the 10 s
+#: (docs/ordering.md, tuning rounds 3 and 4).
+CLOSURE_REACH = 2048
+
+
+def closure_distances(reach: int) -> np.ndarray:
+    """The stretch lengths of the closure moves: 2, 3, 4, 6, 8, 12, ... (powers of two
+    and one and a half times them) up to ``reach`` steps, and ``reach`` itself."""
+    distances = []
+    power = 2
+    while power <= reach:
+        distances += [d for d in (power, 3 * power // 2) if d <= reach]
+        power *= 2
+    if not distances or distances[-1] < reach:
+        distances.append(reach)
+    return np.array(distances, dtype=np.int64)
+
+
 #: The largest window, steps; 0: the whole graph. On layered validation graphs of 2000
 #: nodes 128-256 steps did 0.3 points better, but the held-out layered graphs did not
 #: follow and on real training graphs whole-graph windows are what win (Llama-small's
@@ -120,15 +139,23 @@ CUT_BOUND_SHARE = 0.25
 class Search:
     """An order being improved and its memory profile (see ``anytime_kernels``).
 
-    ``tau`` is ``EXCESS_RATIO`` (or ``ratio``) times the current peak.
+    ``tau`` is ``EXCESS_RATIO`` (or ``ratio``) times the current peak; closure moves span
+    up to ``closure_reach`` steps (0: the whole graph).
     """
 
     def __init__(
-        self, graph: Graph, order: np.ndarray, *, keep_outputs: bool, ratio: float = EXCESS_RATIO
+        self,
+        graph: Graph,
+        order: np.ndarray,
+        *,
+        keep_outputs: bool,
+        ratio: float = EXCESS_RATIO,
+        closure_reach: int = CLOSURE_REACH,
     ) -> None:
         n = graph.num_nodes
         self.graph = graph
         self.ratio = ratio
+        self.closure_distances = closure_distances(closure_reach or max(n, 2))
         sinks = graph.out_degree == 0
         self.kept = sinks & keep_outputs
         self.alive = np.where(sinks & ~self.kept, 0.0, graph.mem)
@@ -206,14 +233,15 @@ class Search:
         start: int,
         deadline: float,
         *,
-        distances: np.ndarray = CLOSURE_DISTANCES,
+        distances: np.ndarray | None = None,
         ratio: float = CLOSURE_RATIO,
     ) -> tuple[int, int, float, float]:
         """``closure_kernels.best_closure_move`` on the current order, over stretches of
-        ``distances`` steps holding a step at or above ``ratio`` times the peak:
-        ``(a, b, peak, excess)`` with the new steps ``a..b`` in ``window_out``
-        (``a = -1``: none improves)."""
+        ``distances`` steps (default ``closure_distances``) holding a step at or above
+        ``ratio`` times the peak: ``(a, b, peak, excess)`` with the new steps ``a..b`` in
+        ``window_out`` (``a = -1``: none improves)."""
         g = self.graph
+        distances = self.closure_distances if distances is None else distances
         return closure_kernels.best_closure_move(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx,
@@ -370,13 +398,14 @@ def search_thread(
     window: int,
     largest: int,
     windows: int | None,
+    closure_reach: int,
     counts: dict,
 ) -> None:
     """One search (module docstring) from ``first``, offering every new best to
     ``incumbent`` and restarting from its best after a failed cycle."""
     n = graph.num_nodes
     rng = np.random.default_rng(seed)
-    search = Search(graph, first, keep_outputs=keep_outputs)
+    search = Search(graph, first, keep_outputs=keep_outputs, closure_reach=closure_reach)
     incumbent.offer(search.order, search.peak)
     top = n if largest == 0 else min(n, max(window, largest))
     sizes = [min(window, top)]
@@ -463,12 +492,13 @@ def anytime_order(
     trace: list[tuple[float, float]] | None = None,
     threads: int = 1,
     guide: str | None = None,
+    closure_reach: int = CLOSURE_REACH,
 ) -> tuple[np.ndarray, bool, dict]:
     """Run the search (module docstring) until ``time_limit`` seconds have passed, or
     ``windows`` window DPs have run, or the order is proved optimal. Returns ``(order,
     proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best.
     ``guide``: a priority model (file or shipped name) whose greedy order is a second
-    start."""
+    start; ``closure_reach``: the longest closure move, steps (0: the whole graph)."""
     start = time.perf_counter()
     deadline = start + time_limit
     n = graph.num_nodes
@@ -494,7 +524,7 @@ def anytime_order(
         search_thread(
             graph, anchor, incumbent, seed=seed + 7919 * index, deadline=deadline,
             keep_outputs=keep_outputs, window=window, largest=largest, windows=windows,
-            counts=all_counts[index],
+            closure_reach=closure_reach, counts=all_counts[index],
         )  # fmt: skip
 
     if threads == 1:
@@ -529,7 +559,7 @@ def anytime_order(
     "anytime",
     "local search from inductor's best order (node and closure moves, window DP, kicks)"
     " until the time limit",
-    ("window", "largest", "windows", "threads", "guide"),
+    ("window", "largest", "windows", "threads", "guide", "closure_reach"),
 )
 def solve_anytime(
     graph: Graph,
@@ -542,6 +572,7 @@ def solve_anytime(
     windows: int | None = None,
     threads: int = 1,
     guide: str | None = None,
+    closure_reach: int = CLOSURE_REACH,
     **_: object,
 ) -> SolverResult:
     """Never worse than ``inductor``; uses all of ``time_limit`` (default 10 s) unless it
@@ -549,7 +580,8 @@ def solve_anytime(
     ``largest``: the largest (0: the whole graph); ``windows``: stop after that many
     window DPs (with a seed and one thread, a reproducible run); ``threads``: searches
     sharing one best order; ``guide``: a priority model file, or a shipped model's name,
-    whose greedy order is a second start (module docstring)."""
+    whose greedy order is a second start; ``closure_reach``: the longest closure move,
+    steps (0: the whole graph) (module docstring)."""
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     if int(window) < 1:
         raise SolverError(f"window must be >= 1 step, got {window}")
@@ -564,6 +596,10 @@ def solve_anytime(
         )
     if int(threads) < 1:
         raise SolverError(f"threads must be >= 1, got {threads}")
+    if int(closure_reach) < 0 or int(closure_reach) == 1:
+        raise SolverError(
+            f"closure_reach must be >= 2 steps (0: the whole graph), got {closure_reach}"
+        )
     try:
         order, proved, info = anytime_order(
             graph,
@@ -575,6 +611,7 @@ def solve_anytime(
             windows=None if windows is None else int(windows),
             threads=int(threads),
             guide=None if guide is None else str(guide),
+            closure_reach=int(closure_reach),
         )
     except SystemError as exc:  # numba wraps a Ctrl-C that lands in a kernel's clock
         if is_interrupt(exc):
