@@ -11,7 +11,7 @@ from dagopt.generate import generate_layered
 from dagopt.objectives import memory_profile, must_live_bound, peak_memory
 from dagopt.schedule import anytime_kernels as kernels
 from dagopt.schedule import solve
-from dagopt.schedule.anytime import Search
+from dagopt.schedule.anytime import CLOSURE_REACH, Search, closure_distances
 from dags import dags, reference_peak, sparse_dag
 from interrupts import ctrl_c_after
 
@@ -221,6 +221,23 @@ def test_two_search_threads_return_one_valid_order_never_above_inductor():
     assert two.peak_memory == pytest.approx(reference_peak(g, two.order, False), rel=1e-12)
 
 
+def test_closure_distances_up_to_the_reach():
+    assert list(closure_distances(512)) == [
+        2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512
+    ]  # fmt: skip
+    assert list(closure_distances(CLOSURE_REACH)[-3:]) == [1024, 1536, 2048]
+    assert list(closure_distances(1000)[-3:]) == [512, 768, 1000]
+    assert list(closure_distances(2)) == [2]
+
+
+def test_closure_reach_zero_spans_the_whole_graph():
+    g = generate_layered(300, seed=1)
+    assert (
+        Search(g, g.topological_order, keep_outputs=False, closure_reach=0).closure_distances[-1]
+        == 300
+    )
+
+
 def test_largest_caps_the_window_sizes():
     g = generate_layered(400, seed=3)
     capped = solve(g, "anytime", seed=0, time_limit=60, windows=30, largest=64)
@@ -229,7 +246,9 @@ def test_largest_caps_the_window_sizes():
     assert 400 in whole.info["windows by size"]
 
 
-@pytest.mark.parametrize("options", [{"threads": 0}, {"largest": -1}])
+@pytest.mark.parametrize(
+    "options", [{"threads": 0}, {"largest": -1}, {"closure_reach": 1}, {"closure_reach": -2}]
+)
 def test_rejects_bad_options(options):
     with pytest.raises(SolverError):
         solve(generate_layered(20, seed=0), "anytime", time_limit=1, **options)

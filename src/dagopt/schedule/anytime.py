@@ -106,10 +106,10 @@ CLOSURE_RATIO = 1.0
 #: Tuned on validation layered graphs and the zoo's training graphs: up to 64 steps did
 #: as well on layered graphs of 2000 nodes, but up to 512 took T5-small's training graph
 #: from -9 % to -35 % below Inductor in 10 s, and up to 2048 to -35 % on every seed (512:
-#: -12 to -35 % by the seed; its decoder embedding gradient is written 764 steps before
-#: the sum that reads it); up to 4096 or the whole graph gave the same peaks there and
-#: less on an 18,545-node training graph, whose sweeps took most of the 10 s
-#: (docs/ordering.md, tuning rounds 3 and 4).
+#: -12 to -35 % by the seed: its decoder embedding gradient and the buffer it is written
+#: into must move together past the peak); up to 4096 or the whole graph gave the same
+#: peaks there and less on an 18,545-node training graph, whose sweeps took most of the
+#: 10 s (docs/ordering.md, tuning rounds 3 and 4).
 CLOSURE_REACH = 2048
 
 
