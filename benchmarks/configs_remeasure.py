@@ -82,7 +82,7 @@ def summary_row(collection: str, rows: list[dict]) -> list[str]:
         str(len(rows)),
         f"{np.median([r['ratio'] for r in rows]):.2f}",
         tau,
-        f"{np.nanmean(retest[:, 0]):.3f} / {np.nanmean(retest[:, 1]):.3f}",
+        " / ".join("-" if np.isnan(c).all() else f"{np.nanmean(c):.3f}" for c in retest.T),
         "-" if np.isnan(model).all() else f"{model[:, 0].mean():.3f} / {model[:, 1].mean():.3f}",
     ]
 
