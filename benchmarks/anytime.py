@@ -39,12 +39,12 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, Summary, read_runs_csv, run_methods, runs_csv, summarize
 from dagopt.bench.realgraphs import TRACED, change_percent, zoo_key_graph
 from dagopt.bench.script import (
+    add_ordering_graph_arguments,
     non_negative_int,
     positive_float,
     positive_int,
     run_script,
     script_parser,
-    zoo_graph_key,
 )
 from dagopt.bench.timing import format_seconds
 from dagopt.graph import Graph
@@ -164,16 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         help="approx-dp row's K (0: no approx-dp row, e.g. for seed sweeps of anytime)",
     )
     parser.add_argument("--reference-width", type=positive_int, default=10_000, help="reference K")
-    parser.add_argument(
-        "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
-    )
-    parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
-    parser.add_argument(
-        "--split",
-        choices=["test", "validation"],
-        default="test",
-        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
-    )
+    add_ordering_graph_arguments(parser)
     parser.add_argument(
         "--option",
         type=parse_option,

@@ -35,12 +35,12 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.ordering import Run, read_runs_csv, run_methods, runs_csv
 from dagopt.bench.realgraphs import solve_outputs_kept, zoo_key_graph
 from dagopt.bench.script import (
+    add_ordering_graph_arguments,
     claim_results,
     positive_float,
     positive_int,
     run_script,
     script_parser,
-    zoo_graph_key,
 )
 from dagopt.errors import SolverError
 from dagopt.graph import Graph
@@ -157,16 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
     parser.add_argument("--sizes", type=positive_int, nargs="*", default=[500, 1000, 2000])
     parser.add_argument("--graphs", type=positive_int, default=5, help="held-out graphs per size")
-    parser.add_argument(
-        "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
-    )
-    parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
-    parser.add_argument(
-        "--split",
-        choices=["test", "validation"],
-        default="test",
-        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
-    )
+    add_ordering_graph_arguments(parser)
     parser.add_argument(
         "--time-limit", type=positive_float, default=10.0, help="anytime's, seconds"
     )

@@ -95,6 +95,21 @@ def pattern(text: str) -> re.Pattern:
         raise argparse.ArgumentTypeError(f"not a regular expression: {exc}") from None
 
 
+def add_ordering_graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """The graph sources of the ordering benchmarks (``anytime.py``,
+    ``ordering_headroom.py``): zoo graphs, their cache, and which layered seeds."""
+    parser.add_argument(
+        "--zoo", type=zoo_graph_key, nargs="*", default=[], help="zoo graphs, model/size/mode"
+    )
+    parser.add_argument("--zoo-cache", help="zoo cache folder (default: dagopt's)")
+    parser.add_argument(
+        "--split",
+        choices=["test", "validation"],
+        default="test",
+        help="layered graphs: held-out test seeds (tables) or validation seeds (tuning)",
+    )
+
+
 def add_reduced_training_arguments(
     parser: argparse.ArgumentParser, *, epochs: int, epoch_graphs: int
 ) -> None:
