@@ -163,7 +163,7 @@ def schedule(
         int | None,
         typer.Option(
             min=0,
-            help="Longest closure move, steps; 0: the whole graph (anytime; default 2048).",
+            help="Longest closure move, steps; 0: the whole graph (anytime).",
             show_default=False,
         ),
     ] = None,
