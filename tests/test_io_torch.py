@@ -208,6 +208,56 @@ def test_module_mode_flag_is_restored():
     assert not module.training
 
 
+class TiedLanguageModel(nn.Module):
+    """A token embedding whose weight is also the LM head's, and one block used twice
+    under two names, as in GPT-2 / T5."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(20, 8)
+        self.block = nn.Linear(8, 8)
+        self.again = self.block
+        self.head = nn.Linear(8, 20, bias=False)
+        self.head.weight = self.embed.weight
+
+    def forward(self, tokens):
+        return self.head(self.again(torch.relu(self.block(self.embed(tokens)))))
+
+
+def _layout(module: nn.Module) -> tuple:
+    return (
+        [(name, id(p)) for name, p in module.named_parameters(remove_duplicate=False)],
+        [(name, id(m)) for name, m in module.named_modules(remove_duplicate=False)],
+        list(module.state_dict()),
+    )
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_tied_weights_export_once_and_the_module_is_restored(mode):
+    """``torch.export`` lifts a tied weight once per registered name and the joint trace
+    then fails ("a parameter that did not receive a gradient"); the importer registers
+    it once while exporting and restores the module exactly."""
+    module = TiedLanguageModel()
+    tokens = torch.tensor([[1, 5, 7, 3]])
+    before = _layout(module)
+    expected = module(tokens)
+    tg = graph_from_module(module, tokens, mode=mode)
+    assert _layout(module) == before
+    assert not module.head._forward_pre_hooks
+    assert torch.equal(module(tokens), expected)
+    assert sum(tg.graph.param_mem) > 0
+    if mode == "inference":
+        assert torch.equal(tg.graph_module(tokens)[0], expected)
+        return
+    loss, *grads = tg.graph_module(tokens)
+    module(tokens).sum().backward()
+    assert torch.allclose(loss, expected.sum())
+    distinct = list(module.parameters())  # embed.weight (tied), block.weight, block.bias
+    assert len(grads) == len(distinct) == 3
+    for grad, param in zip(grads, distinct, strict=True):
+        assert torch.allclose(grad, param.grad, atol=1e-5)
+
+
 class DataDependent(nn.Module):
     def forward(self, x):
         return x * 2 if x.sum() > 0 else x

@@ -43,6 +43,7 @@ from torch.utils import flop_counter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.io.torch_tied import registered_once
 
 Mode = Literal["inference", "training"]
 STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
@@ -146,11 +147,12 @@ class _Loss(torch.nn.Module):
 def _export(
     module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], mode: Mode, label: str
 ) -> torch.export.ExportedProgram:
-    """``torch.export.export`` in the requested mode; any failure becomes one ``InputError``."""
+    """``torch.export.export`` in the requested mode, tied weights registered once
+    (``dagopt.io.torch_tied``); any failure becomes one ``InputError``."""
     was_training = module.training
     module.train(mode == "training")
     try:
-        with _quiet():
+        with _quiet(), registered_once(module):
             if mode == "inference":
                 return torch.export.export(module, inputs)
             program = torch.export.export(_Loss(module), inputs)

@@ -15,7 +15,6 @@ catalogue can be listed cheaply.
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from dagopt.errors import InputError
@@ -74,11 +73,10 @@ def check_size(size: str) -> None:
 def tensor_forward(model: Any, input_names: tuple[str, ...], output: str) -> "torch.nn.Module":
     """``model`` called with keyword tensors, returning the field ``output`` of its result.
 
-    Tied weights are registered once (``_register_tied_once``).
+    Tied weights need nothing here: ``graph_from_module`` exports under
+    ``dagopt.io.torch_tied.registered_once``.
     """
     import torch
-
-    _register_tied_once(model)
 
     class TensorForward(torch.nn.Module):
         """Forward of tensors only: ``inputs`` bound to ``input_names``, one output field."""
@@ -91,57 +89,6 @@ def tensor_forward(model: Any, input_names: tuple[str, ...], output: str) -> "to
             return getattr(self.model(**dict(zip(input_names, inputs, strict=True))), output)
 
     return TensorForward()
-
-
-def _register_tied_once(model: "torch.nn.Module") -> None:
-    """Register each shared submodule and each tied parameter under one name only.
-
-    ``torch.export`` lifts a tied weight once per name it is registered under but the
-    graph reads only the first, and the joint forward + backward trace then fails with
-    "Found a parameter that did not receive a gradient" (T5's embedding shared by the
-    encoder and the decoder, GPT-2's LM head tied to the token embedding). A shared
-    submodule stays an attribute of its other parents without being registered there;
-    a tied parameter is read from its first owner by a forward pre-hook, so the module
-    computes exactly as before and the weight is one graph input.
-    """
-    seen_modules: set[int] = set()
-    for parent in list(model.modules()):
-        for child_name, child in list(parent._modules.items()):
-            if child is None:
-                continue
-            if id(child) in seen_modules and _holds_tensors(child):
-                del parent._modules[child_name]
-                object.__setattr__(parent, child_name, child)
-            seen_modules.add(id(child))
-    owners: dict[int, tuple[Any, str]] = {}
-    for module in model.modules():
-        for attr, param in list(module._parameters.items()):
-            if param is None:
-                continue
-            if id(param) not in owners:
-                owners[id(param)] = (module, attr)
-                continue
-            del module._parameters[attr]
-            module.register_forward_pre_hook(_TiedParameter(attr, *owners[id(param)]))
-
-
-def _holds_tensors(module: "torch.nn.Module") -> bool:
-    """Whether ``module`` has a parameter or buffer that ``torch.export`` could lift twice
-    (a shared pooling or flatten has none and stays registered everywhere, so a
-    ``ModuleList`` that holds it still iterates over it)."""
-    return next(chain(module.parameters(), module.buffers()), None) is not None
-
-
-@dataclass(frozen=True)
-class _TiedParameter:
-    """Forward pre-hook: set ``module.<attr>`` to the current ``owner.<owner_attr>``."""
-
-    attr: str
-    owner: Any
-    owner_attr: str
-
-    def __call__(self, module: Any, args: Any) -> None:
-        object.__setattr__(module, self.attr, getattr(self.owner, self.owner_attr))
 
 
 def _tokens(vocab_size: int, length: int) -> "torch.Tensor":
