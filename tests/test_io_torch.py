@@ -258,6 +258,37 @@ def test_tied_weights_export_once_and_the_module_is_restored(mode):
         assert torch.allclose(grad, param.grad, atol=1e-5)
 
 
+class UnusedPooler(nn.Module):
+    """A pooler the forward skips and a scale read only through ``detach``: in eager
+    PyTorch neither gets a gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.pooler = nn.Linear(16, 16)
+        self.scale = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.fc(x) * self.scale(x).detach()
+
+
+def test_parameters_the_loss_does_not_depend_on_get_no_gradient():
+    """The joint trace wants a gradient for every parameter that requires one ("a
+    parameter that did not receive a gradient"); the importer freezes those without a
+    path to the loss while exporting, as eager PyTorch leaves their ``.grad`` None."""
+    module = UnusedPooler()
+    tg = graph_from_module(module, x16(), mode="training")
+    assert all(p.requires_grad for p in module.parameters())
+    loss, *grads = tg.graph_module(x16())
+    module(x16()).sum().backward()
+    trained = [p for p in module.parameters() if p.grad is not None]
+    assert trained == [module.fc.weight, module.fc.bias]
+    assert len(grads) == len(trained)
+    for grad, param in zip(grads, trained, strict=True):
+        assert torch.allclose(grad, param.grad, atol=1e-5)
+    assert "pooler" not in " ".join(tg.graph.names)
+
+
 class DataDependent(nn.Module):
     def forward(self, x):
         return x * 2 if x.sum() > 0 else x

@@ -36,7 +36,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 from torch.export.experimental import _export_forward_backward
-from torch.export.graph_signature import InputKind
+from torch.export.graph_signature import InputKind, OutputKind
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
 from torch.utils import flop_counter
@@ -155,14 +155,74 @@ def _export(
         with _quiet(), registered_once(module):
             if mode == "inference":
                 return torch.export.export(module, inputs)
-            program = torch.export.export(_Loss(module), inputs)
-            return _export_forward_backward(program, joint_loss_index=0)
+            return _export_joint(_Loss(module), inputs)
     except InputError:
         raise
     except Exception as exc:  # export raises many unrelated types for untraceable code
         raise InputError(f"cannot export {label}: {_first_line(exc)}") from None
     finally:
         module.train(was_training)
+
+
+def _export_joint(
+    loss: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
+) -> torch.export.ExportedProgram:
+    """The joint forward + backward program of ``loss``.
+
+    Parameters the loss does not depend on (an unused pooler or head, a weight read only
+    through ``detach``) get no gradient in eager PyTorch, but the joint trace requires one
+    for every parameter that requires grad; the forward is exported again with those
+    frozen (``requires_grad`` off, restored afterwards), so they stay graph inputs that
+    no node reads and have no gradient output.
+    """
+    program = torch.export.export(loss, inputs)
+    gradless = [program.state_dict[target] for target in _gradless_parameters(program)]
+    gradless = [parameter for parameter in gradless if parameter.requires_grad]
+    if gradless:
+        try:
+            for parameter in gradless:
+                parameter.requires_grad_(False)
+            program = torch.export.export(loss, inputs)
+        finally:
+            for parameter in gradless:
+                parameter.requires_grad_(True)
+    return _export_forward_backward(program, joint_loss_index=0)
+
+
+def _gradless_parameters(program: torch.export.ExportedProgram) -> list[str]:
+    """Targets of the parameters with no path to the loss (the user output) through
+    floating-point values other than ``detach`` (which stops gradients)."""
+    signature = program.graph_signature
+    outputs = program.graph.output_node().args[0]
+    stack = [
+        node
+        for node, spec in zip(outputs, signature.output_specs, strict=True)
+        if spec.kind == OutputKind.USER_OUTPUT and isinstance(node, torch.fx.Node)
+    ]
+    reached: set[str] = set()
+    while stack:
+        node = stack.pop()
+        if node.name in reached:
+            continue
+        reached.add(node.name)
+        if node.target is not aten.detach.default:
+            stack.extend(u for u in node.all_input_nodes if _may_carry_gradient(u))
+    return [
+        spec.target
+        for spec in signature.input_specs
+        if spec.kind == InputKind.PARAMETER and spec.arg.name not in reached
+    ]
+
+
+def _may_carry_gradient(node: torch.fx.Node) -> bool:
+    """Whether ``node``'s value could carry a gradient: a floating-point tensor among its
+    outputs, or no recorded value (then it is assumed to)."""
+    if "val" not in node.meta:
+        return True
+    return any(
+        isinstance(leaf, torch.Tensor) and leaf.is_floating_point()
+        for leaf in pytree.tree_leaves(node.meta["val"])
+    )
 
 
 @contextlib.contextmanager
