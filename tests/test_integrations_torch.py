@@ -154,6 +154,40 @@ def test_tuple_outputs_make_the_prediction_an_upper_bound(exported):
         assert measured <= predicted
 
 
+@pytest.mark.parametrize(
+    ("build", "shape"),
+    [
+        (lambda: cnn(batch_norm=True), (2, 3, 16, 16)),  # batch norm, max pool indices
+        (lambda: nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True), (2, 8, 16)),
+    ],
+    ids=["cnn", "encoder"],
+)
+def test_split_outputs_predict_the_measured_peak_of_training_graphs(build, shape):
+    """With ``split_outputs`` each output storage has its own node and lifetime: the traced
+    order's prediction is the measured peak (the joint graph's is higher), any order's
+    prediction stays an upper bound, and ``reorder`` skips the share nodes."""
+    torch.manual_seed(0)
+    module = build()
+    joint = graph_from_module(module, inputs(*shape), mode="training")
+    split = graph_from_module(module, inputs(*shape), mode="training", split_outputs=True)
+    shares = [v for v, name in enumerate(split.graph.names) if "." in name]
+    assert shares and split.graph.num_nodes == joint.graph.num_nodes + len(shares)
+    assert split.graph.mem.sum() == joint.graph.mem.sum()
+    traced = np.arange(split.graph.num_nodes)
+    measured, predicted = measured_and_predicted(split, shape, traced)
+    assert measured == predicted
+    assert predicted < peak_memory(joint.graph, np.arange(joint.graph.num_nodes), keep_outputs=True)
+    for order in random_orders(split.graph, 3, seed=4):
+        measured, predicted = measured_and_predicted(split, shape, order)
+        assert measured <= predicted
+        calls = [n.name for n in reorder(split, order).graph.nodes if n.op == "call_function"]
+        assert calls == [
+            split.graph.names[v]
+            for v in order
+            if v not in shares and split.graph.op[v] not in ("input", "output")
+        ]
+
+
 def test_eager_module_and_its_graph_module_measure_the_same():
     model, x = mlp(), inputs(4, 16)
     tg = graph_from_module(model, x)

@@ -27,8 +27,9 @@ def reorder(torch_graph: TorchGraph, order: Sequence[int] | np.ndarray) -> torch
     """A copy of ``torch_graph.graph_module`` whose operations run in ``order``.
 
     ``order`` holds dagopt node indices and must be a topological order of
-    ``torch_graph.graph`` (else ``OrderError``). Graph inputs and ``get_attr``
-    nodes come first and the output last whatever their place in ``order``; every
+    ``torch_graph.graph`` (else ``OrderError``); the share nodes of
+    ``split_outputs`` are skipped (their operator creates the storage). Graph inputs
+    and ``get_attr`` nodes come first and the output last whatever their place in ``order``; every
     other node keeps its name, target and metadata, so outputs are bitwise those of
     the original on CPU.
     """
@@ -36,7 +37,7 @@ def reorder(torch_graph: TorchGraph, order: Sequence[int] | np.ndarray) -> torch
     order = validate_order(graph, order)
     source = torch_graph.graph_module
     by_name = {node.name: node for node in source.graph.nodes}
-    calls = [by_name[graph.names[v]] for v in order.tolist()]
+    calls = [by_name[graph.names[v]] for v in order.tolist() if graph.names[v] in by_name]
     new = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     first = [node for node in source.graph.nodes if node.op in ("placeholder", "get_attr")]

@@ -88,6 +88,7 @@ def graph_from_module(
     *,
     mode: Mode = "inference",
     name: str | None = None,
+    split_outputs: bool = False,
 ) -> TorchGraph:
     """Export ``module`` on ``example_inputs`` and build its ``Graph`` (rules in the module doc).
 
@@ -95,6 +96,17 @@ def graph_from_module(
     0-d tensor, else the sum of all elements of its floating-point outputs. The
     module's train/eval flag is restored afterwards. A module that cannot be
     exported, a non-tensor input or a symbolic shape raises ``InputError``.
+
+    An operator with several new output storages (batch norm's output and saved
+    statistics, dropout's output and mask, a convolution's input, weight and bias
+    gradients) is one node, and its outputs are freed together when the last of them
+    dies. A real run frees each on its own, so a training graph's peak can come out
+    high (``docs/real_models.md``). ``split_outputs=True`` gives each storage after the
+    first its own node, ``<fx name>.<j>``, that creates it: it runs before the operator
+    (an edge to it) after the operator's predecessors, and storage ``j``'s readers depend
+    on it, so the storage lives until its own last reader. The peak is then exact when
+    each share runs right before its operator (as in the traced order) and an upper
+    bound otherwise. Share nodes are not fx nodes: ``reorder`` skips them.
     """
     if not isinstance(module, torch.nn.Module):
         raise InputError(f"expected a torch.nn.Module, got {type(module).__name__}")
@@ -104,7 +116,7 @@ def graph_from_module(
     label = name or f"{type(module).__name__}-{mode}"
     program = _export(module, inputs, mode, label)
     graph_module = _runnable(program)
-    graph = _graph_from_fx(graph_module, label)
+    graph = _graph_from_fx(graph_module, label, split_outputs)
     return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
 
 
@@ -379,8 +391,10 @@ def op_flops(node: torch.fx.Node) -> float:
     return float(mode.get_total_flops())
 
 
-def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
-    """Apply the node, size, alias, parameter and ordering rules of the module doc."""
+def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> Graph:
+    """Apply the node, size, alias, parameter and ordering rules of the module doc; with
+    ``split_outputs``, each new storage of an operator after its first is created by a
+    share node ``<name>.<j>`` just before it (``graph_from_module``)."""
     index: dict[torch.fx.Node, int] = {}
     owner: dict[StorageWeakRef, int] = {}  # storage -> node that created it
     state: dict[StorageWeakRef, int] = {}  # parameter / buffer storage -> bytes
@@ -397,18 +411,26 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
         if node.op == "get_attr":
             state.update(_storages(_value(node), node))
             continue
-        v = index[node] = len(names)
-        names.append(node.name)
-        ops.append(_op_name(node))
         read: dict[StorageWeakRef, int] = {}
+        inputs = []
         for u in node.all_input_nodes:
             read.update(_storages(_value(u), u))
             if u in index:
-                src.append(index[u])
-                dst.append(v)
+                inputs.append(index[u])
         created = {} if node.op == "output" else _storages(_value(node), node)
-        flops.append(op_flops(node))  # after the checks above: shapes are static
         new = {k: b for k, b in created.items() if k not in owner and k not in state}
+        shares = list(new)[1:] if split_outputs else []
+        for j, k in enumerate(shares, 1):
+            owner[k] = len(names)
+            names.append(f"{node.name}.{j}")
+            ops.append(f"{_op_name(node)}.{j}")
+            mem.append(new.pop(k))
+            param_mem.append(0)
+            flops.append(0.0)
+        v = index[node] = len(names)
+        names.append(node.name)
+        ops.append(_op_name(node))
+        flops.append(op_flops(node))  # after the checks above: shapes are static
         owner.update(dict.fromkeys(new, v))
         written = [
             k
@@ -417,18 +439,21 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str) -> Graph:
             for k in _storages(_value(u), u)
         ]
         mem.append(sum(new.values()))
-        reads_data = bool(new) or bool(written)
+        reads_data = bool(new) or bool(shares) or bool(written)
         param_mem.append(sum(state[k] for k in read if k in state) if reads_data else 0)
-        before = {owner.get(k) for k in read} | {last_write.get(k) for k in read}
+        before = set(inputs) | {owner.get(k) for k in read} | {last_write.get(k) for k in read}
         for k in written:
             before.update(readers.pop(k, ()))
             last_write[k] = v
         for k in read:
             if k not in written:
                 readers.setdefault(k, []).append(v)
-        for u in before - {None, v}:
-            src.append(u)
-            dst.append(v)
+        before -= {None, v}
+        for p in range(v - len(shares), v):
+            src.extend([*before, p])
+            dst.extend([p] * len(before) + [v])
+        src.extend(before)
+        dst.extend([v] * len(before))
     return Graph(
         len(names),
         src,
