@@ -152,6 +152,24 @@ def test_cli_export_writes_the_graph_and_one_summary_line(cache, tmp_path):
     assert "parameter bytes" in line and "cache hit" in line
 
 
+def test_cli_export_split_outputs_is_cached_apart(tmp_path):
+    """``--split-outputs`` adds one node per extra output storage (``<name>.<j>``) and
+    has its own cache file, so the default graph of the same model stays as it was."""
+    args = ["zoo", "export", "whisper-tiny-encoder", "--mode", "training"]
+    args += ["--cache-dir", str(tmp_path)]
+    joint = runner.invoke(app, [*args, "--out", str(tmp_path / "joint.json")])
+    split = runner.invoke(app, [*args, "--split-outputs", "--out", str(tmp_path / "split.json")])
+    again = runner.invoke(app, [*args, "--split-outputs"])
+    assert joint.exit_code == split.exit_code == again.exit_code == 0, split.output
+    assert "split outputs" in split.stdout and "cache miss" in split.stdout
+    assert "cache hit" in again.stdout
+    joint_graph, split_graph = load(tmp_path / "joint.json"), load(tmp_path / "split.json")
+    shares = [name for name in split_graph.names if "." in name]
+    assert shares and not any("." in name for name in joint_graph.names)
+    assert split_graph.num_nodes == joint_graph.num_nodes + len(shares)
+    assert split_graph.mem.sum() == joint_graph.mem.sum()
+
+
 def test_cli_list_shows_cached_node_counts(cache):
     result = runner.invoke(app, ["zoo", "list", "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.output

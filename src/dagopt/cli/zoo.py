@@ -89,19 +89,31 @@ def export(
     ] = None,
     cache_dir: CacheOption = None,
     refresh: Annotated[bool, typer.Option(help="Export again even if cached.")] = False,
+    split_outputs: Annotated[
+        bool,
+        typer.Option(
+            help="Each output of a multi-output op (batch norm, dropout, gradients) gets its "
+            "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
+        ),
+    ] = False,
 ) -> None:
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
     from dagopt.zoo import export_zoo, get_model
     from dagopt.zoo.export import cache_path
 
     get_model(name)  # an unknown name fails before the spinner starts
-    cached = cache_path(name, size.value, mode.value, cache_dir)
+    cached = cache_path(name, size.value, mode.value, cache_dir, split_outputs=split_outputs)
     if out is not None and out.resolve() == cached.resolve():
         raise InputError(f"{out}: is the zoo's cache file of this model; write elsewhere")
-    label = f"{name} ({size.value}, {mode.value})"
+    label = f"{name} ({size.value}, {mode.value}{', split outputs' if split_outputs else ''})"
     with err_console.status(f"exporting {label}"):
         result = export_zoo(
-            name, size=size.value, mode=mode.value, cache_dir=cache_dir, refresh=refresh
+            name,
+            size=size.value,
+            mode=mode.value,
+            cache_dir=cache_dir,
+            refresh=refresh,
+            split_outputs=split_outputs,
         )
     graph = result.graph
     source = (

@@ -69,18 +69,32 @@ def versions() -> dict[str, str]:
     return found
 
 
-def cache_path(name: str, size: str, mode: str, cache_dir: str | os.PathLike | None = None) -> Path:
-    """The cache file of model ``name`` at ``size`` in ``mode`` for the installed versions."""
+def cache_path(
+    name: str,
+    size: str,
+    mode: str,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    split_outputs: bool = False,
+) -> Path:
+    """The cache file of model ``name`` at ``size`` in ``mode`` for the installed versions
+    (``-split`` before the suffix for a graph exported with ``split_outputs``)."""
     _check(name, size, mode)
     key = "_".join(f"{package}-{v}" for package, v in versions().items())
-    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}.json"
+    split = "-split" if split_outputs else ""
+    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}{split}.json"
 
 
 def read_cached(
-    name: str, size: str, mode: str, cache_dir: str | os.PathLike | None = None
+    name: str,
+    size: str,
+    mode: str,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    split_outputs: bool = False,
 ) -> ZooExport | None:
     """The cached export of ``name`` at ``size`` in ``mode``; ``None`` if absent or unreadable."""
-    path = cache_path(name, size, mode, cache_dir)
+    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs)
     if not path.is_file():
         return None
     try:
@@ -105,6 +119,7 @@ def export_zoo(
     mode: str = "inference",
     cache_dir: str | os.PathLike | None = None,
     refresh: bool = False,
+    split_outputs: bool = False,
 ) -> ZooExport:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, from the cache when it holds it.
 
@@ -112,11 +127,12 @@ def export_zoo(
     exports run under ``torch.no_grad()``, as inference does; this also keeps
     ``@torch.no_grad()`` regions (Llama's rotary embedding) inline rather than as a
     ``wrap_with_set_grad_enabled`` submodule. Unknown names, sizes and modes raise
-    ``InputError``.
+    ``InputError``. ``split_outputs`` is ``graph_from_module``'s: each output of a
+    multi-output operator gets its own lifetime (cached apart).
     """
-    path = cache_path(name, size, mode, cache_dir)
+    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs)
     if not refresh:
-        hit = read_cached(name, size, mode, cache_dir)
+        hit = read_cached(name, size, mode, cache_dir, split_outputs=split_outputs)
         if hit is not None:
             return hit
     import torch
@@ -126,7 +142,9 @@ def export_zoo(
     start = time.perf_counter()
     module, inputs = get_model(name).build(size)
     with torch.no_grad() if mode == "inference" else torch.enable_grad():
-        exported = graph_from_module(module, inputs, mode=mode, name=f"{name}-{size}-{mode}")
+        exported = graph_from_module(
+            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", split_outputs=split_outputs
+        )
     seconds = time.perf_counter() - start
     param_bytes = _state_bytes(exported.graph_module)
     document = graph_to_node_link(exported.graph)
@@ -134,6 +152,7 @@ def export_zoo(
         "model": name,
         "size": size,
         "mode": mode,
+        "split_outputs": split_outputs,
         "export_seconds": seconds,
         "param_bytes": param_bytes,
         "versions": versions(),
@@ -150,9 +169,12 @@ def export_zoo_graph(
     size: str = "small",
     mode: str = "inference",
     cache_dir: str | os.PathLike | None = None,
+    split_outputs: bool = False,
 ) -> Graph:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, cached (see ``export_zoo``)."""
-    return export_zoo(name, size=size, mode=mode, cache_dir=cache_dir).graph
+    return export_zoo(
+        name, size=size, mode=mode, cache_dir=cache_dir, split_outputs=split_outputs
+    ).graph
 
 
 def parse_zoo_key(key: str) -> tuple[str, str, str]:
