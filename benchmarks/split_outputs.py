@@ -34,8 +34,6 @@ MODELS = (
 
 
 def _row(name: str, split: bool, time_limit: float) -> list[str]:
-    import torch
-
     from dagopt.integrations.torch import measure_peak, reorder
     from dagopt.io.torch import graph_from_module
     from dagopt.objectives import peak_memory
@@ -51,8 +49,7 @@ def _row(name: str, split: bool, time_limit: float) -> list[str]:
     measured = []
     for order in (traced, searched.order):
         predicted = peak_memory(graph, order, keep_outputs=True)
-        with torch.no_grad():
-            real = measure_peak(reorder(exported, order), inputs).peak
+        real = measure_peak(reorder(exported, order), inputs).peak
         measured.append(real)
         cells += [
             f"{predicted / 1e6:.3f}",

@@ -19,7 +19,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dagopt.errors import InputError
-from dagopt.io.torch import TorchGraph, written_arguments
+from dagopt.io.torch import TorchGraph, is_output_share, written_arguments
 from dagopt.objectives import validate_order
 
 
@@ -29,15 +29,16 @@ def reorder(torch_graph: TorchGraph, order: Sequence[int] | np.ndarray) -> torch
     ``order`` holds dagopt node indices and must be a topological order of
     ``torch_graph.graph`` (else ``OrderError``); the share nodes of
     ``split_outputs`` are skipped (their operator creates the storage). Graph inputs
-    and ``get_attr`` nodes come first and the output last whatever their place in ``order``; every
-    other node keeps its name, target and metadata, so outputs are bitwise those of
-    the original on CPU.
+    and ``get_attr`` nodes come first and the output last whatever their place in
+    ``order``; every other node keeps its name, target and metadata, so outputs are
+    bitwise those of the original on CPU.
     """
     graph = torch_graph.graph
     order = validate_order(graph, order)
     source = torch_graph.graph_module
     by_name = {node.name: node for node in source.graph.nodes}
-    calls = [by_name[graph.names[v]] for v in order.tolist() if graph.names[v] in by_name]
+    names = [graph.names[v] for v in order.tolist()]
+    calls = [by_name[name] for name in names if not is_output_share(name)]
     new = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     first = [node for node in source.graph.nodes if node.op in ("placeholder", "get_attr")]

@@ -47,6 +47,9 @@ from dagopt.io.torch_tied import registered_once
 
 Mode = Literal["inference", "training"]
 STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
+#: Joins an operator's fx name and an output index in the name of a ``split_outputs``
+#: share node; fx names are Python identifiers, so no fx node's name contains it.
+SHARE_SEPARATOR = "."
 aten = torch.ops.aten
 # Export records these with a decomposition that clones when ``train`` is false, while
 # the eager kernel returns its input itself; ``_runnable`` drops them (the identity).
@@ -391,6 +394,11 @@ def op_flops(node: torch.fx.Node) -> float:
     return float(mode.get_total_flops())
 
 
+def is_output_share(name: str) -> bool:
+    """Whether graph node ``name`` is a share node of ``split_outputs``, not an fx node."""
+    return SHARE_SEPARATOR in name
+
+
 def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> Graph:
     """Apply the node, size, alias, parameter and ordering rules of the module doc; with
     ``split_outputs``, each new storage of an operator after its first is created by a
@@ -412,18 +420,15 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> 
             state.update(_storages(_value(node), node))
             continue
         read: dict[StorageWeakRef, int] = {}
-        inputs = []
         for u in node.all_input_nodes:
             read.update(_storages(_value(u), u))
-            if u in index:
-                inputs.append(index[u])
         created = {} if node.op == "output" else _storages(_value(node), node)
         new = {k: b for k, b in created.items() if k not in owner and k not in state}
         shares = list(new)[1:] if split_outputs else []
         for j, k in enumerate(shares, 1):
             owner[k] = len(names)
-            names.append(f"{node.name}.{j}")
-            ops.append(f"{_op_name(node)}.{j}")
+            names.append(f"{node.name}{SHARE_SEPARATOR}{j}")
+            ops.append(f"{_op_name(node)}{SHARE_SEPARATOR}{j}")
             mem.append(new.pop(k))
             param_mem.append(0)
             flops.append(0.0)
@@ -439,9 +444,10 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> 
             for k in _storages(_value(u), u)
         ]
         mem.append(sum(new.values()))
-        reads_data = bool(new) or bool(shares) or bool(written)
+        reads_data = bool(new) or bool(written)
         param_mem.append(sum(state[k] for k in read if k in state) if reads_data else 0)
-        before = set(inputs) | {owner.get(k) for k in read} | {last_write.get(k) for k in read}
+        before = {index[u] for u in node.all_input_nodes if u in index}
+        before |= {owner.get(k) for k in read} | {last_write.get(k) for k in read}
         for k in written:
             before.update(readers.pop(k, ()))
             last_write[k] = v
