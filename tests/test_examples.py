@@ -36,6 +36,7 @@ def test_every_example_script_is_tested():
         "place_with_hsdag.py",
         "rank_and_tune.py",
         "tpugraphs_roundtrip.py",
+        "train_in_dagopt_order.py",
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
@@ -46,6 +47,13 @@ def test_order_layered_graph_saves_the_best_order(tmp_path):
     saved = json.loads((tmp_path / "o.json").read_text())
     best = out.split("best: ")[1].split(",")[0]
     assert saved["method"] == best and len(saved["order"]) == 40
+
+
+def test_training_in_a_dagopt_order_matches_eager_with_less_memory(tmp_path):
+    out = run_example("train_in_dagopt_order.py", "--steps", "2", "--time-limit", "2", cwd=tmp_path)
+    change = float(out.split("change: ")[1].split(" %")[0])
+    assert change < -5.0
+    assert out.rstrip().endswith("largest loss difference over 2 steps: 0.0e+00")
 
 
 def test_tpugraphs_roundtrip_reads_back_identical(tmp_path):

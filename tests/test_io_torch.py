@@ -174,6 +174,29 @@ def test_eval_dropout_is_the_identity():
     assert torch.equal(tg.graph_module(x16())[0], model.eval()(x16()))
 
 
+@pytest.mark.parametrize("core_aten", [True, False])
+def test_zero_probability_dropouts_are_not_copied_in_training(core_aten):
+    """Eager dropout at p = 0 returns its input; the joint trace would clone it."""
+    plain = graph_from_module(MLP(), (x16(),), mode="training", core_aten=core_aten).graph
+    model = nn.Sequential(MLP(), nn.Dropout(0.0))
+    dropped = graph_from_module(model, (x16(),), mode="training", core_aten=core_aten).graph
+    assert dropped.num_nodes == plain.num_nodes
+    assert not any("clone" in op or "dropout" in op for op in dropped.op)
+    live = nn.Sequential(MLP(), nn.Dropout(0.5))
+    kept = graph_from_module(live, (x16(),), mode="training", core_aten=core_aten).graph
+    assert kept.num_nodes > plain.num_nodes  # a real dropout draws its mask
+
+
+def test_autograd_operators_keep_fused_backward_kernels():
+    model = nn.Sequential(nn.Linear(16, 16), nn.LayerNorm(16), nn.Softmax(-1))
+    core = graph_from_module(model, (x16(),), mode="training").graph
+    eager = graph_from_module(model, (x16(),), mode="training", core_aten=False).graph
+    assert "aten.native_layer_norm_backward.default" in eager.op
+    assert "aten._softmax_backward_data.default" in eager.op
+    assert not any(op.endswith("_backward.default") for op in core.op)
+    assert eager.num_nodes < core.num_nodes
+
+
 def test_training_graph_saves_forward_activations_for_backward():
     tg = graph_from_module(MLP(), (x16(),), mode="training")
     g = tg.graph

@@ -4,7 +4,9 @@
 order; the fx code generator frees each value after its last use, so the new order
 is what really runs. ``measure_peak`` runs a module once on CPU under a
 ``TorchDispatchMode`` and accounts memory at operator granularity in the terms of
-``peak_memory(graph, order, keep_outputs=True)`` (``docs/real_models.md``).
+``peak_memory(graph, order, keep_outputs=True)`` (``docs/real_models.md``);
+``measure_training_peak`` measures an eager training step (forward and
+``loss.backward()``) the same way.
 """
 
 import weakref
@@ -19,7 +21,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dagopt.errors import InputError
-from dagopt.io.torch import TorchGraph, is_output_share, written_arguments
+from dagopt.io.torch import TorchGraph, TrainingLoss, is_output_share, written_arguments
 from dagopt.objectives import validate_order
 
 
@@ -75,17 +77,52 @@ def measure_peak(
     storage). Allocations inside a kernel that never reach Python (workspaces) are
     not seen. Parameters and buffers are those of ``module``.
     """
-    args = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-    if not all(isinstance(x, torch.Tensor) for x in args):
-        raise InputError("measure_peak needs tensor inputs")
-    state = {
-        StorageWeakRef(t.untyped_storage()): t.untyped_storage().nbytes()
-        for t in (*module.parameters(), *module.buffers())
-    }
-    tracker = _StorageTracker(state, args)
+    args = _tensor_args(inputs)
+    tracker = _StorageTracker(_state_bytes(module), args)
     with torch.no_grad(), tracker:
         out = module(*args)
     return tracker.result(out)
+
+
+def measure_training_peak(
+    module: torch.nn.Module, inputs: torch.Tensor | Sequence[torch.Tensor]
+) -> MeasuredPeak:
+    """One eager training step of ``module``, measured as ``measure_peak`` measures.
+
+    The step is the one ``graph_from_module(mode="training")`` traces: in train mode,
+    ``TrainingLoss(module)(*inputs)`` and ``loss.backward()`` through PyTorch's autograd
+    engine. The loss and the parameter gradients are its outputs (alive to the end).
+    Like any step it leaves the gradients in ``.grad`` (set them to ``None`` first,
+    ``module.zero_grad()``, for the peak of a step that creates them) and updates
+    batch-norm running statistics; the module's train/eval flag is restored.
+    """
+    args = _tensor_args(inputs)
+    tracker = _StorageTracker(_state_bytes(module), args)
+    was_training = module.training
+    module.train(True)
+    try:
+        with tracker:
+            (loss,) = TrainingLoss(module)(*args)
+            loss.backward()
+    finally:
+        module.train(was_training)
+    gradients = [p.grad for p in module.parameters() if p.grad is not None]
+    return tracker.result((loss, gradients))
+
+
+def _tensor_args(inputs: torch.Tensor | Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    args = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
+    if not all(isinstance(x, torch.Tensor) for x in args):
+        raise InputError("measuring a peak needs tensor inputs")
+    return args
+
+
+def _state_bytes(module: torch.nn.Module) -> dict[StorageWeakRef, int]:
+    """Bytes of each parameter and buffer storage of ``module``."""
+    return {
+        StorageWeakRef(t.untyped_storage()): t.untyped_storage().nbytes()
+        for t in (*module.parameters(), *module.buffers())
+    }
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

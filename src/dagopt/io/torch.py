@@ -2,7 +2,8 @@
 
 The module is traced by ``torch.export.export`` (inference: the eval-mode forward as
 traced, in-place ops kept; training: the joint forward + backward graph of
-``torch.export.experimental._export_forward_backward``). Sizes come from the fake
+``torch.export.experimental._export_forward_backward``, in core ATen or, with
+``core_aten=False``, in the operators autograd runs). Sizes come from the fake
 tensors in ``node.meta["val"]``, which share a storage exactly when the real tensors
 do. The rules (``docs/real_models.md``):
 
@@ -35,7 +36,12 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
-from torch.export.experimental import _export_forward_backward
+from torch.export.experimental import (
+    _copy_graph_module_and_signature,
+    _export_forward_backward,
+    _remove_detach_pass,
+)
+from torch.export.exported_program import _decompose_exported_program
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils import _pytree as pytree
@@ -51,9 +57,10 @@ STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
 #: share node; fx names are Python identifiers, so no fx node's name contains it.
 SHARE_SEPARATOR = "."
 aten = torch.ops.aten
-# Export records these with a decomposition that clones when ``train`` is false, while
-# the eager kernel returns its input itself; ``_runnable`` drops them (the identity).
-EVAL_IDENTITIES = (
+# The eager kernels of these return their input itself when ``train`` is false or the
+# probability is 0 (ATen's ``_dropout_impl``), while their decompositions clone it; the
+# importer drops them there (``_eager_identity``), as no eager run copies anything.
+DROPOUTS = (
     aten.dropout.default,
     aten.feature_dropout.default,
     aten.alpha_dropout.default,
@@ -92,6 +99,7 @@ def graph_from_module(
     mode: Mode = "inference",
     name: str | None = None,
     split_outputs: bool = False,
+    core_aten: bool = True,
 ) -> TorchGraph:
     """Export ``module`` on ``example_inputs`` and build its ``Graph`` (rules in the module doc).
 
@@ -110,6 +118,14 @@ def graph_from_module(
     on it, so the storage lives until its own last reader. The peak is then exact when
     each share runs right before its operator (as in the traced order) and an upper
     bound otherwise. Share nodes are not fx nodes: ``reorder`` skips them.
+
+    A training graph is decomposed to core ATen (``core_aten=True``, as
+    ``_export_forward_backward`` gives it, the operator set compilers consume); its
+    backward runs a fused kernel such as layer norm's or softmax's backward as several
+    operators, whose temporaries an eager step never holds. ``core_aten=False`` keeps
+    the operators PyTorch's autograd runs, so the traced order is an eager training
+    step, peak and numbers alike (``docs/real_models.md``, "Training in a dagopt
+    order"). Inference graphs are never decomposed.
     """
     if not isinstance(module, torch.nn.Module):
         raise InputError(f"expected a torch.nn.Module, got {type(module).__name__}")
@@ -117,7 +133,7 @@ def graph_from_module(
         raise InputError(f"mode must be 'inference' or 'training', got {mode!r}")
     inputs = _as_inputs(example_inputs)
     label = name or f"{type(module).__name__}-{mode}"
-    program = _export(module, inputs, mode, label)
+    program = _export(module, inputs, mode, label, core_aten)
     graph_module = _runnable(program)
     graph = _graph_from_fx(graph_module, label, split_outputs)
     return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
@@ -138,8 +154,9 @@ def _as_inputs(example_inputs: Any) -> tuple[torch.Tensor, ...]:
     return inputs
 
 
-class _Loss(torch.nn.Module):
-    """Training objective: the output if it is a 0-d tensor, else the sum of its float outputs."""
+class TrainingLoss(torch.nn.Module):
+    """The training objective of ``mode="training"``: ``module``'s output if it is a 0-d
+    tensor, else the sum of all elements of its floating-point outputs."""
 
     def __init__(self, module: torch.nn.Module) -> None:
         super().__init__()
@@ -160,7 +177,11 @@ class _Loss(torch.nn.Module):
 
 
 def _export(
-    module: torch.nn.Module, inputs: tuple[torch.Tensor, ...], mode: Mode, label: str
+    module: torch.nn.Module,
+    inputs: tuple[torch.Tensor, ...],
+    mode: Mode,
+    label: str,
+    core_aten: bool,
 ) -> torch.export.ExportedProgram:
     """``torch.export.export`` in the requested mode, tied weights registered once
     (``dagopt.io.torch_tied``); any failure becomes one ``InputError``."""
@@ -170,7 +191,7 @@ def _export(
         with _quiet(), registered_once(module):
             if mode == "inference":
                 return torch.export.export(module, inputs)
-            return _export_joint(_Loss(module), inputs)
+            return _export_joint(TrainingLoss(module), inputs, core_aten)
     except InputError:
         raise
     except Exception as exc:  # export raises many unrelated types for untraceable code
@@ -180,15 +201,18 @@ def _export(
 
 
 def _export_joint(
-    loss: torch.nn.Module, inputs: tuple[torch.Tensor, ...]
+    loss: torch.nn.Module, inputs: tuple[torch.Tensor, ...], core_aten: bool
 ) -> torch.export.ExportedProgram:
-    """The joint forward + backward program of ``loss``.
+    """The joint forward + backward program of ``loss``, in core ATen or in the ATen
+    operators autograd runs (``_joint_eager_operators``).
 
-    Parameters the loss does not depend on (an unused pooler or head, a weight read only
-    through ``detach``) get no gradient in eager PyTorch, but the joint trace requires one
-    for every parameter that requires grad; the forward is exported again with those
-    frozen (``requires_grad`` off, restored afterwards), so they stay graph inputs that
-    no node reads and have no gradient output.
+    Dropouts that eager PyTorch runs as the identity (probability 0) are read through
+    first (``_without_eager_identities``). Parameters the loss does not depend on (an
+    unused pooler or head, a weight read only through ``detach``) get no gradient in
+    eager PyTorch, but the joint trace requires one for every parameter that requires
+    grad; the forward is exported again with those frozen (``requires_grad`` off,
+    restored afterwards), so they stay graph inputs that no node reads and have no
+    gradient output.
     """
     program = torch.export.export(loss, inputs)
     gradless = [program.state_dict[target] for target in _gradless_parameters(program)]
@@ -201,7 +225,41 @@ def _export_joint(
         finally:
             for parameter in gradless:
                 parameter.requires_grad_(True)
-    return _export_forward_backward(program, joint_loss_index=0)
+    program = _without_eager_identities(program)
+    if core_aten:
+        return _export_forward_backward(program, joint_loss_index=0)
+    return _joint_eager_operators(program)
+
+
+def _joint_eager_operators(program: torch.export.ExportedProgram) -> torch.export.ExportedProgram:
+    """``_export_forward_backward`` without its core ATen decomposition table: the joint
+    trace records the ATen operators autograd dispatches, fused backward kernels
+    included, as an eager ``loss.backward()`` runs them."""
+    program = _decompose_exported_program(
+        program,
+        cia_to_decomp={},
+        python_decomp_table={},
+        joint_loss_index=0,
+        decompose_custom_triton_ops=False,
+    )
+    graph_module, signature = _copy_graph_module_and_signature(program)
+    _remove_detach_pass(graph_module, signature)
+    return program._update(graph_module, signature)
+
+
+def _without_eager_identities(
+    program: torch.export.ExportedProgram,
+) -> torch.export.ExportedProgram:
+    """``program`` (changed in place) with the dropouts eager PyTorch runs as the identity
+    (``_eager_identity``) read through, before the joint trace decomposes them into
+    clones; one that is itself a program output is kept (the signature names it)."""
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        if _eager_identity(node) and all(user.op != "output" for user in node.users):
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    program.graph_module.recompile()
+    return program
 
 
 def _gradless_parameters(program: torch.export.ExportedProgram) -> list[str]:
@@ -282,7 +340,7 @@ def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
             root.register_buffer(node.name, state[node.name])
             env[node] = graph.get_attr(node.name)
             env[node].meta = dict(node.meta)
-        elif _eval_identity(node):
+        elif _eager_identity(node):
             env[node] = env[node.args[0]]
         elif node.target is torch.ops.aten._assert_tensor_metadata.default:
             continue  # a no-op check left by ``.to(dtype)``; it computes nothing
@@ -291,10 +349,14 @@ def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
     return torch.fx.GraphModule(root, graph)
 
 
-def _eval_identity(node: torch.fx.Node) -> bool:
-    if node.target not in EVAL_IDENTITIES:
+def _eager_identity(node: torch.fx.Node) -> bool:
+    """Whether ``node`` is a dropout that eager PyTorch runs as the identity: in eval
+    mode, or with probability 0 (``dropout=0.0`` in many ``transformers`` configs)."""
+    if node.op != "call_function" or node.target not in DROPOUTS:
         return False
-    return not (node.kwargs["train"] if "train" in node.kwargs else node.args[2])
+    probability = node.kwargs["p"] if "p" in node.kwargs else node.args[1]
+    train = node.kwargs["train"] if "train" in node.kwargs else node.args[2]
+    return not train or probability == 0
 
 
 def written_arguments(target: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:

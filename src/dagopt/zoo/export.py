@@ -29,8 +29,9 @@ MODES = ("inference", "training")
 #: Environment variable that overrides the default cache directory.
 CACHE_ENV = "DAGOPT_ZOO_CACHE"
 #: Version of what an exported graph holds; bump it when the importer changes what it
-#: records, so that older cache files are not read. 2: per-node ``flops``.
-GRAPH_FORMAT = 2
+#: records, so that older cache files are not read. 2: per-node ``flops``; 3: training
+#: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``).
+GRAPH_FORMAT = 3
 
 
 @dataclass(frozen=True)
