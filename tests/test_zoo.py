@@ -171,6 +171,24 @@ def test_cli_export_split_outputs_is_cached_apart(tmp_path):
     assert split_graph.mem.sum() == joint_graph.mem.sum()
 
 
+def test_cli_export_autograd_operators_is_cached_apart(tmp_path):
+    """``--no-core-aten`` keeps the fused backward kernels eager autograd runs (fewer
+    nodes than core ATen) in a cache file of its own; inference graphs have no variant."""
+    args = ["zoo", "export", "whisper-tiny-encoder", "--cache-dir", str(tmp_path)]
+    core = runner.invoke(app, [*args, "--mode", "training", "--out", str(tmp_path / "c.json")])
+    ops = runner.invoke(
+        app, [*args, "--mode", "training", "--no-core-aten", "--out", str(tmp_path / "o.json")]
+    )
+    assert core.exit_code == ops.exit_code == 0, ops.output
+    assert "autograd operators" in ops.stdout and "cache miss" in ops.stdout
+    core_graph, ops_graph = load(tmp_path / "c.json"), load(tmp_path / "o.json")
+    assert "aten.native_layer_norm_backward.default" in ops_graph.op
+    assert "aten.native_layer_norm_backward.default" not in core_graph.op
+    assert ops_graph.num_nodes < core_graph.num_nodes
+    inference = cache_path("whisper-tiny-encoder", "small", "inference", tmp_path, core_aten=False)
+    assert inference == cache_path("whisper-tiny-encoder", "small", "inference", tmp_path)
+
+
 def test_cli_list_shows_cached_node_counts(cache):
     result = runner.invoke(app, ["zoo", "list", "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.output

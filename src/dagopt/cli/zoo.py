@@ -96,16 +96,27 @@ def export(
             "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
         ),
     ] = False,
+    core_aten: Annotated[
+        bool,
+        typer.Option(
+            help="Training graphs in core ATen (as compilers take them); --no-core-aten keeps "
+            "the operators autograd runs, so the traced order is an eager step "
+            "(docs/real_models.md, 'Training in a dagopt order')."
+        ),
+    ] = True,
 ) -> None:
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
     from dagopt.zoo import export_zoo, get_model
     from dagopt.zoo.export import cache_path
 
     get_model(name)  # an unknown name fails before the spinner starts
-    cached = cache_path(name, size.value, mode.value, cache_dir, split_outputs=split_outputs)
+    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
+    cached = cache_path(name, size.value, mode.value, cache_dir, **variant)
     if out is not None and out.resolve() == cached.resolve():
         raise InputError(f"{out}: is the zoo's cache file of this model; write elsewhere")
-    label = f"{name} ({size.value}, {mode.value}{', split outputs' if split_outputs else ''})"
+    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
+    notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
+    label = f"{name} ({', '.join(notes)})"
     with err_console.status(f"exporting {label}"):
         result = export_zoo(
             name,
@@ -113,7 +124,7 @@ def export(
             mode=mode.value,
             cache_dir=cache_dir,
             refresh=refresh,
-            split_outputs=split_outputs,
+            **variant,
         )
     graph = result.graph
     source = (

@@ -77,13 +77,16 @@ def cache_path(
     cache_dir: str | os.PathLike | None = None,
     *,
     split_outputs: bool = False,
+    core_aten: bool = True,
 ) -> Path:
     """The cache file of model ``name`` at ``size`` in ``mode`` for the installed versions
-    (``-split`` before the suffix for a graph exported with ``split_outputs``)."""
+    (``-split`` before the suffix for a graph exported with ``split_outputs``, ``-ops``
+    for a training graph exported with ``core_aten=False``)."""
     _check(name, size, mode)
     key = "_".join(f"{package}-{v}" for package, v in versions().items())
     split = "-split" if split_outputs else ""
-    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}{split}.json"
+    ops = "-ops" if mode == "training" and not core_aten else ""
+    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}{split}{ops}.json"
 
 
 def read_cached(
@@ -93,9 +96,10 @@ def read_cached(
     cache_dir: str | os.PathLike | None = None,
     *,
     split_outputs: bool = False,
+    core_aten: bool = True,
 ) -> ZooExport | None:
     """The cached export of ``name`` at ``size`` in ``mode``; ``None`` if absent or unreadable."""
-    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs)
+    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs, core_aten=core_aten)
     if not path.is_file():
         return None
     try:
@@ -121,6 +125,7 @@ def export_zoo(
     cache_dir: str | os.PathLike | None = None,
     refresh: bool = False,
     split_outputs: bool = False,
+    core_aten: bool = True,
 ) -> ZooExport:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, from the cache when it holds it.
 
@@ -128,12 +133,14 @@ def export_zoo(
     exports run under ``torch.no_grad()``, as inference does; this also keeps
     ``@torch.no_grad()`` regions (Llama's rotary embedding) inline rather than as a
     ``wrap_with_set_grad_enabled`` submodule. Unknown names, sizes and modes raise
-    ``InputError``. ``split_outputs`` is ``graph_from_module``'s: each output of a
-    multi-output operator gets its own lifetime (cached apart).
+    ``InputError``. ``split_outputs`` and ``core_aten`` are ``graph_from_module``'s: each
+    output of a multi-output operator gets its own lifetime; a training graph keeps the
+    operators autograd runs instead of core ATen (each cached apart).
     """
-    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs)
+    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
+    path = cache_path(name, size, mode, cache_dir, **variant)
     if not refresh:
-        hit = read_cached(name, size, mode, cache_dir, split_outputs=split_outputs)
+        hit = read_cached(name, size, mode, cache_dir, **variant)
         if hit is not None:
             return hit
     import torch
@@ -144,7 +151,7 @@ def export_zoo(
     module, inputs = get_model(name).build(size)
     with torch.no_grad() if mode == "inference" else torch.enable_grad():
         exported = graph_from_module(
-            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", split_outputs=split_outputs
+            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", **variant
         )
     seconds = time.perf_counter() - start
     param_bytes = _state_bytes(exported.graph_module)
@@ -154,6 +161,7 @@ def export_zoo(
         "size": size,
         "mode": mode,
         "split_outputs": split_outputs,
+        "core_aten": core_aten or mode == "inference",
         "export_seconds": seconds,
         "param_bytes": param_bytes,
         "versions": versions(),
@@ -171,11 +179,11 @@ def export_zoo_graph(
     mode: str = "inference",
     cache_dir: str | os.PathLike | None = None,
     split_outputs: bool = False,
+    core_aten: bool = True,
 ) -> Graph:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, cached (see ``export_zoo``)."""
-    return export_zoo(
-        name, size=size, mode=mode, cache_dir=cache_dir, split_outputs=split_outputs
-    ).graph
+    options = {"split_outputs": split_outputs, "core_aten": core_aten}
+    return export_zoo(name, size=size, mode=mode, cache_dir=cache_dir, **options).graph
 
 
 def parse_zoo_key(key: str) -> tuple[str, str, str]:
