@@ -24,7 +24,10 @@ best dagopt order as real fx modules and prints their measured peaks beside the
 predicted ones. ``--plot`` saves mean % change against mean run time per method (log
 time axis), like the paper's Figure 3.
 ``--jobs N`` / ``--ray ADDRESS`` run the solver runs on local processes or a Ray
-cluster, one core per run (``docs/scaling.md``).
+cluster, one core per run (``docs/scaling.md``). ``--split-outputs`` and
+``--no-core-aten`` take the zoo graphs exported with those options: with both, a
+training graph's traced order is an eager PyTorch step, measured peaks as predicted
+(``docs/real_models.md``, "Training in a dagopt order").
 """
 
 import argparse
@@ -104,6 +107,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--orders", help="order files (default: beside --out, '-orders')")
     parser.add_argument("--fresh", action="store_true", help="ignore runs already in --out")
     parser.add_argument("--cache-dir", help="zoo cache directory (default: the zoo's)")
+    parser.add_argument(
+        "--split-outputs", action="store_true", help="graphs exported with split_outputs"
+    )
+    parser.add_argument(
+        "--core-aten",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="training graphs in core ATen (--no-core-aten: the operators autograd runs)",
+    )
     parser.add_argument("--measure", action="store_true", help="measure real reordered runs")
     parser.add_argument("--measure-models", nargs="+", default=MEASURE_MODELS)
     parser.add_argument(
@@ -169,10 +181,13 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         load_model(args.checkpoint)
     out = Path(args.out)
     orders_dir = Path(args.orders) if args.orders else out.with_name(out.stem + "-orders")
+    variant = {"split_outputs": args.split_outputs, "core_aten": args.core_aten}
     result_options = {
         "beam_width": args.beam_width,
         "anytime": args.anytime,
         "checkpoint": args.checkpoint,
+        # recorded when not the default, so the results of earlier runs stay resumable
+        **{k: v for k, v in variant.items() if v != (k == "core_aten")},
     }
     resumed = claim_results(out, result_options, fresh=args.fresh)
     done = read_runs_csv(out.read_text()) if resumed else []
@@ -209,7 +224,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
                 if all((key, m) in finished for m in methods):
                     continue
                 progress.update(task, description=f"{key} export")
-                yield key, zoo_key_graph(key, args.cache_dir)
+                yield key, zoo_key_graph(key, args.cache_dir, **variant)
 
         all_runs = run_graph_methods(
             graphs(),
@@ -225,7 +240,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         for key in measured:
             progress.update(task, description=f"{key} measure")
             best = next(r for r in results if r.graph == key).best_dagopt
-            torch_graph, inputs = build_torch_graph(*key.split("/"))
+            torch_graph, inputs = build_torch_graph(*key.split("/"), **variant)
             path = orders_dir / key / f"{best.method}.json"
             try:
                 order = read_order(path, torch_graph.graph).order

@@ -55,12 +55,20 @@ def zoo_key(name: str, size: str, mode: str) -> str:
     return f"{name}/{size}/{mode}"
 
 
-def zoo_key_graph(key: str, cache_dir: str | os.PathLike | None = None) -> Graph:
-    """The zoo graph of key ``model/size/mode`` (exported once and cached, ``docs/zoo.md``)."""
+def zoo_key_graph(
+    key: str,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    split_outputs: bool = False,
+    core_aten: bool = True,
+) -> Graph:
+    """The zoo graph of key ``model/size/mode`` (exported once and cached, ``docs/zoo.md``;
+    ``split_outputs`` and ``core_aten`` as in ``graph_from_module``)."""
     from dagopt.zoo import export_zoo_graph, parse_zoo_key
 
     name, size, mode = parse_zoo_key(key)
-    return export_zoo_graph(name, size=size, mode=mode, cache_dir=cache_dir)
+    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
+    return export_zoo_graph(name, size=size, mode=mode, cache_dir=cache_dir, **variant)
 
 
 def change_percent(peak: float, base: float) -> float:
@@ -263,7 +271,7 @@ def plot_methods(summaries: list[BucketSummary], path: str | os.PathLike) -> Non
 
 
 def build_torch_graph(
-    name: str, size: str, mode: str
+    name: str, size: str, mode: str, *, split_outputs: bool = False, core_aten: bool = True
 ) -> tuple["TorchGraph", tuple["torch.Tensor", ...]]:
     """Rebuild zoo model ``name`` at ``size`` and export it in ``mode`` as ``export_zoo``
     does (inference under ``torch.no_grad()``): the runnable ``TorchGraph`` and its inputs."""
@@ -273,8 +281,11 @@ def build_torch_graph(
     from dagopt.zoo import get_model
 
     module, inputs = get_model(name).build(size)
+    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
     with torch.no_grad() if mode == "inference" else torch.enable_grad():
-        exported = graph_from_module(module, inputs, mode=mode, name=f"{name}-{size}-{mode}")
+        exported = graph_from_module(
+            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", **variant
+        )
     return exported, inputs
 
 
