@@ -167,6 +167,25 @@ def test_table2_adds_anytime_and_resumes(tmp_path, capsys):
     assert out.read_text() == runs
 
 
+def test_table2_takes_autograd_operator_graphs_apart(tmp_path, capsys):
+    """``--split-outputs --no-core-aten`` benchmarks the zoo graphs exported that way
+    (fewer nodes than core ATen); their runs are not mixed with the default graphs'."""
+    script = load(SCRIPTS[0].parent / "table2.py")
+    out = tmp_path / "table2.csv"
+    argv = [
+        "--models", "squeezenet-1.1", "--sizes", "small", "--modes", "training",
+        "--cache-dir", str(tmp_path / "zoo"), "--out", str(out),
+    ]  # fmt: skip
+    assert script.main([*argv, "--split-outputs", "--no-core-aten"]) == 0
+    capsys.readouterr()
+    (ops,) = {run.size for run in read_runs_csv(out.read_text())}
+    assert script.main(argv) == 2
+    assert "core_aten, split_outputs differ" in capsys.readouterr().err.replace("\n", " ")
+    assert script.main([*argv, "--out", str(tmp_path / "core.csv")]) == 0
+    (core,) = {run.size for run in read_runs_csv((tmp_path / "core.csv").read_text())}
+    assert ops < core
+
+
 def test_time_limits_times_each_method_once_per_limit(tmp_path, capsys):
     """``time_limits.py`` on a graph file: a row per method and limit, in order, then a
     row per placer, objective and limit (how long each ran is the benchmark's to report,
