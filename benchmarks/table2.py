@@ -6,7 +6,8 @@ Example (every zoo graph with the neural rows, the measured runs and the Figure 
 
 For every zoo graph (``--models`` x ``--sizes`` x ``--modes``, from the zoo cache) the
 peak with the graph outputs kept (``keep_outputs=True``, as PyTorch returns them) of the
-traced order (``np.arange(n)``, what eager PyTorch runs), ``inductor``, ``lpmf`` and
+traced order (``np.arange(n)``, what eager PyTorch runs; for training graphs only with
+``--no-core-aten``), ``inductor``, ``lpmf`` and
 ``approx-dp`` and ``anchored-dp`` (beam width ``--beam-width``), plus ``anytime`` with
 ``--anytime SECONDS`` (its time limit) and ``topoformer-greedy / -sample / -beam`` with
 ``--neural`` (the shipped model, or ``--checkpoint``). Prints the mean % change vs

@@ -2,7 +2,8 @@
 
 Every zoo graph is keyed ``model/size/mode`` (``zoo_key``). Each method's peak is taken
 with ``keep_outputs=True``, as PyTorch keeps the graph outputs, and compared with the
-traced order (``np.arange(n)``, what eager PyTorch runs; method ``"traced"``) and with
+traced order (``np.arange(n)``, method ``"traced"``: what eager PyTorch runs, for a
+training graph when exported with ``core_aten=False``) and with
 ``approx-dp`` on the same graph. Runs are ``dagopt.bench.ordering.Run`` records whose
 ``size`` is the graph's node count, so ``runs_csv`` / ``read_runs_csv`` store and resume
 them. ``measure_orders`` runs the traced and a reordered fx module and measures their
@@ -31,7 +32,8 @@ if TYPE_CHECKING:  # torch is imported only to build and measure real modules
 
     from dagopt.io.torch import TorchGraph
 
-#: The order the model was traced in (graph inputs first): what eager PyTorch runs.
+#: The order the model was traced in (graph inputs first): what eager PyTorch runs (a
+#: training graph's when exported with ``core_aten=False``, ``docs/real_models.md``).
 TRACED = "traced"
 #: The reference of the paper's Table 2.
 REFERENCE = "approx-dp"
