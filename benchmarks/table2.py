@@ -74,6 +74,8 @@ from dagopt.zoo.export import MODES
 CLASSIC_METHODS = [TRACED, "inductor", "lpmf", "approx-dp", "anchored-dp"]
 NEURAL_METHODS = ["topoformer-greedy", "topoformer-sample", "topoformer-beam"]
 MEASURE_MODELS = ["resnet-50", "llama-small", "whisper-tiny-encoder"]
+#: The zoo's default export options, which results recorded before they existed used.
+DEFAULT_VARIANT = {"split_outputs": False, "core_aten": True}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -188,7 +190,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         "anytime": args.anytime,
         "checkpoint": args.checkpoint,
         # recorded when not the default, so the results of earlier runs stay resumable
-        **{k: v for k, v in variant.items() if v != (k == "core_aten")},
+        **{k: v for k, v in variant.items() if v != DEFAULT_VARIANT[k]},
     }
     resumed = claim_results(out, result_options, fresh=args.fresh)
     done = read_runs_csv(out.read_text()) if resumed else []

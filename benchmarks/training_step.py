@@ -33,6 +33,7 @@ import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
+from dagopt.integrations.torch import eager_training_step
 
 HEADER = (
     "model (training)",
@@ -60,15 +61,6 @@ def _without_dropout(module):
     return module
 
 
-def _eager_step(module, inputs):
-    from dagopt.io.torch import TrainingLoss
-
-    module.train(True)
-    (loss,) = TrainingLoss(module)(*inputs)
-    loss.backward()
-    return loss.detach()
-
-
 def _gradients(module, run) -> list:
     """The gradients ``run()`` leaves, from ``None`` (``None`` for a parameter it skips)."""
     module.zero_grad(set_to_none=True)
@@ -83,7 +75,7 @@ def _gradient_error(module, inputs, step) -> str:
         for node in step.graph_module.graph.nodes
     ):
         return "random"
-    expected = _gradients(module, lambda: _eager_step(module, inputs))
+    expected = _gradients(module, lambda: eager_training_step(module, inputs))
     got = _gradients(module, lambda: step(*inputs))  # new tensors: eager's stay as they were
     if [g is None for g in got] != [e is None for e in expected]:
         raise AssertionError("the step and eager PyTorch give gradients to other parameters")
@@ -143,7 +135,11 @@ def _row(name: str, time_limit: float, repeats: int) -> list[str]:
     cells += [_gradient_error(module, inputs, graph[3]) for graph in (core, ops)]
     seconds = _median_times(
         module,
-        [lambda: _eager_step(module, inputs), lambda: core[3](*inputs), lambda: ops[3](*inputs)],
+        [
+            lambda: eager_training_step(module, inputs),
+            lambda: core[3](*inputs),
+            lambda: ops[3](*inputs),
+        ],
         repeats,
     )
     module.zero_grad(set_to_none=True)

@@ -57,19 +57,12 @@ def zoo_key(name: str, size: str, mode: str) -> str:
     return f"{name}/{size}/{mode}"
 
 
-def zoo_key_graph(
-    key: str,
-    cache_dir: str | os.PathLike | None = None,
-    *,
-    split_outputs: bool = False,
-    core_aten: bool = True,
-) -> Graph:
+def zoo_key_graph(key: str, cache_dir: str | os.PathLike | None = None, **variant: bool) -> Graph:
     """The zoo graph of key ``model/size/mode`` (exported once and cached, ``docs/zoo.md``;
-    ``split_outputs`` and ``core_aten`` as in ``graph_from_module``)."""
+    ``variant``: ``export_zoo_graph``'s ``split_outputs`` and ``core_aten``)."""
     from dagopt.zoo import export_zoo_graph, parse_zoo_key
 
     name, size, mode = parse_zoo_key(key)
-    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
     return export_zoo_graph(name, size=size, mode=mode, cache_dir=cache_dir, **variant)
 
 
@@ -283,10 +276,14 @@ def build_torch_graph(
     from dagopt.zoo import get_model
 
     module, inputs = get_model(name).build(size)
-    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
     with torch.no_grad() if mode == "inference" else torch.enable_grad():
         exported = graph_from_module(
-            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", **variant
+            module,
+            inputs,
+            mode=mode,
+            name=f"{name}-{size}-{mode}",
+            split_outputs=split_outputs,
+            core_aten=core_aten,
         )
     return exported, inputs
 

@@ -5,8 +5,8 @@ order; the fx code generator frees each value after its last use, so the new ord
 is what really runs. ``measure_peak`` runs a module once on CPU under a
 ``TorchDispatchMode`` and accounts memory at operator granularity in the terms of
 ``peak_memory(graph, order, keep_outputs=True)`` (``docs/real_models.md``);
-``measure_training_peak`` measures an eager training step (forward and
-``loss.backward()``) the same way.
+``measure_training_peak`` measures an eager training step (``eager_training_step``:
+forward and ``loss.backward()``) the same way.
 """
 
 import weakref
@@ -98,16 +98,24 @@ def measure_training_peak(
     """
     args = _tensor_args(inputs)
     tracker = _StorageTracker(_state_bytes(module), args)
+    with tracker:
+        loss = eager_training_step(module, args)
+    gradients = [p.grad for p in module.parameters() if p.grad is not None]
+    return tracker.result((loss, gradients))
+
+
+def eager_training_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The step ``graph_from_module(mode="training")`` traces, run by eager PyTorch: in
+    train mode (the module's flag restored afterwards), ``TrainingLoss(module)(*inputs)``
+    and ``loss.backward()``. Returns the loss without autograd history."""
     was_training = module.training
     module.train(True)
     try:
-        with tracker:
-            (loss,) = TrainingLoss(module)(*args)
-            loss.backward()
+        (loss,) = TrainingLoss(module)(*inputs)
+        loss.backward()
     finally:
         module.train(was_training)
-    gradients = [p.grad for p in module.parameters() if p.grad is not None]
-    return tracker.result((loss, gradients))
+    return loss.detach()
 
 
 def _tensor_args(inputs: torch.Tensor | Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:

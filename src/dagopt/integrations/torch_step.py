@@ -35,8 +35,9 @@ class TrainingStep:
     export (``load_state_dict(assign=True)``, ``.to(...)``) is refused (``InputError``).
     Calling the step returns the loss (a 0-d tensor without autograd history).
 
-    The numbers are eager PyTorch's up to floating-point rounding: the graph runs
-    decomposed ATen operators (core ATen), whose sums can round differently. Random
+    The numbers are eager PyTorch's: bitwise for a graph of the operators autograd runs
+    (``core_aten=False``), up to floating-point rounding for a core ATen graph, whose
+    decomposed operators can round differently. Random
     operators (dropout) draw from the global generator in the order they run, so a
     reordered step draws the same distribution as eager with other masks.
     """
@@ -61,8 +62,8 @@ class TrainingStep:
                 tensor = _lookup(state, spec.target)
                 if exported.untyped_storage().data_ptr() != tensor.untyped_storage().data_ptr():
                     raise InputError(
-                        f"{spec.target[len(_LOSS_PREFIX) :]!r} is no longer the tensor the "
-                        "graph was exported with; export the module again"
+                        f"{_module_name(spec.target)!r} is no longer the tensor the graph "
+                        "was exported with; export the module again"
                     )
         self._buffers: list[tuple[int, torch.Tensor]] = []
         self._gradients: list[tuple[int, torch.nn.Parameter]] = []
@@ -114,8 +115,13 @@ def _state_of(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     }
 
 
+def _module_name(target: str) -> str:
+    """The module's name of the exported state ``target``."""
+    return target.removeprefix(_LOSS_PREFIX)
+
+
 def _lookup(state: dict[str, torch.Tensor], target: str) -> torch.Tensor:
-    name = target[len(_LOSS_PREFIX) :] if target.startswith(_LOSS_PREFIX) else target
+    name = _module_name(target)
     if name not in state:
         raise InputError(f"{name!r} is not a parameter or buffer of the module")
     return state[name]

@@ -99,7 +99,12 @@ def read_cached(
     core_aten: bool = True,
 ) -> ZooExport | None:
     """The cached export of ``name`` at ``size`` in ``mode``; ``None`` if absent or unreadable."""
-    path = cache_path(name, size, mode, cache_dir, split_outputs=split_outputs, core_aten=core_aten)
+    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
+    return _read_cache_file(cache_path(name, size, mode, cache_dir, **variant))
+
+
+def _read_cache_file(path: Path) -> ZooExport | None:
+    """The export cached in ``path``; ``None`` if absent or unreadable."""
     if not path.is_file():
         return None
     try:
@@ -140,7 +145,7 @@ def export_zoo(
     variant = {"split_outputs": split_outputs, "core_aten": core_aten}
     path = cache_path(name, size, mode, cache_dir, **variant)
     if not refresh:
-        hit = read_cached(name, size, mode, cache_dir, **variant)
+        hit = _read_cache_file(path)
         if hit is not None:
             return hit
     import torch
@@ -182,8 +187,14 @@ def export_zoo_graph(
     core_aten: bool = True,
 ) -> Graph:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, cached (see ``export_zoo``)."""
-    options = {"split_outputs": split_outputs, "core_aten": core_aten}
-    return export_zoo(name, size=size, mode=mode, cache_dir=cache_dir, **options).graph
+    return export_zoo(
+        name,
+        size=size,
+        mode=mode,
+        cache_dir=cache_dir,
+        split_outputs=split_outputs,
+        core_aten=core_aten,
+    ).graph
 
 
 def parse_zoo_key(key: str) -> tuple[str, str, str]:
