@@ -197,6 +197,27 @@ def test_autograd_operators_keep_fused_backward_kernels():
     assert eager.num_nodes < core.num_nodes
 
 
+def test_autograd_operators_write_batch_norm_statistics_back_at_once():
+    """Eager batch norm updates its running statistics in place: the functional trace's
+    new statistics are copied into the buffers right after the operator, not held to the
+    end of the step; the core ATen graph keeps them as outputs."""
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU())
+    x = torch.randn(2, 3, 8, 8)
+    eager = graph_from_module(model, x, mode="training", split_outputs=True, core_aten=False)
+    g = eager.graph
+    updates = [i for i, op in enumerate(g.op) if op == "aten.copy_.default"]
+    assert len(updates) == 3  # running_mean, running_var, num_batches_tracked
+    output = g.num_nodes - 1
+    assert all(g.mem[i] == 0 and output in g.successors(i).tolist() for i in updates)
+    assert not any("_legit" in g.op[i] for i in g.predecessors(output).tolist())
+    values = eager.graph_module.graph.output_node().args[0]
+    specs = eager.program.graph_signature.output_specs
+    mutated = [v for v, s in zip(values, specs, strict=True) if s.kind.name == "BUFFER_MUTATION"]
+    assert len(mutated) == 3 and all(v.op == "get_attr" for v in mutated)
+    core = graph_from_module(model, x, mode="training", split_outputs=True).graph
+    assert "aten.copy_.default" not in core.op
+
+
 def test_training_graph_saves_forward_activations_for_backward():
     tg = graph_from_module(MLP(), (x16(),), mode="training")
     g = tg.graph

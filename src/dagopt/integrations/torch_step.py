@@ -6,7 +6,8 @@ takes (``TrainingLoss(module)(*inputs)`` then ``loss.backward()``) as one fx gra
 outputs are the updated buffers, the loss and the parameter gradients.
 ``TrainingStep`` runs that graph in any topological order (``reorder``) and hands its
 outputs back to the module as ``loss.backward()`` would: gradients into ``.grad``
-(accumulated onto existing ones), batch-norm statistics into their buffers, so an
+(accumulated onto existing ones), batch-norm statistics into their buffers (a graph of
+the operators autograd runs updates them in place itself, as eager does), so an
 optimizer steps the module as after an eager step (``docs/real_models.md``, "Training
 in a dagopt order").
 """
@@ -68,9 +69,11 @@ class TrainingStep:
         self._buffers: list[tuple[int, torch.Tensor]] = []
         self._gradients: list[tuple[int, torch.nn.Parameter]] = []
         self._loss = -1
+        values = self.graph_module.graph.output_node().args[0]
         for i, spec in enumerate(signature.output_specs):
             if spec.kind == OutputKind.BUFFER_MUTATION:
-                self._buffers.append((i, _lookup(state, spec.target)))
+                if values[i].op != "get_attr":  # else the graph updated the buffer itself
+                    self._buffers.append((i, _lookup(state, spec.target)))
             elif spec.kind == OutputKind.GRADIENT_TO_PARAMETER:
                 self._gradients.append((i, _lookup(state, spec.target)))
             elif spec.kind == OutputKind.LOSS_OUTPUT:

@@ -3,9 +3,9 @@
 The module is traced by ``torch.export.export`` (inference: the eval-mode forward as
 traced, in-place ops kept; training: the joint forward + backward graph of
 ``torch.export.experimental._export_forward_backward``, in core ATen or, with
-``core_aten=False``, in the operators autograd runs). Sizes come from the fake
-tensors in ``node.meta["val"]``, which share a storage exactly when the real tensors
-do. The rules (``docs/real_models.md``):
+``core_aten=False``, in the operators autograd runs, buffer updates written back at
+once). Sizes come from the fake tensors in ``node.meta["val"]``, which share a storage
+exactly when the real tensors do. The rules (``docs/real_models.md``):
 
 - nodes: every graph input, every executed ``call_function`` and the fx ``output``
   node, in the fx graph's own order (``np.arange(n)`` is the traced order);
@@ -49,6 +49,7 @@ from torch.utils import flop_counter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.io.torch_buffers import write_buffers_back
 from dagopt.io.torch_tied import registered_once
 
 Mode = Literal["inference", "training"]
@@ -123,9 +124,10 @@ def graph_from_module(
     ``_export_forward_backward`` gives it, the operator set compilers consume); its
     backward runs a fused kernel such as layer norm's or softmax's backward as several
     operators, whose temporaries an eager step never holds. ``core_aten=False`` keeps
-    the operators PyTorch's autograd runs, so the traced order is an eager training
-    step, peak and numbers alike (``docs/real_models.md``, "Training in a dagopt
-    order"). Inference graphs are never decomposed.
+    the operators PyTorch's autograd runs and writes each updated buffer back right
+    after computing it (``dagopt.io.torch_buffers``), as eager batch norm does, so the
+    traced order is an eager training step, peak and numbers alike
+    (``docs/real_models.md``, "Training in a dagopt order"). Inference graphs are never decomposed.
     """
     if not isinstance(module, torch.nn.Module):
         raise InputError(f"expected a torch.nn.Module, got {type(module).__name__}")
@@ -135,6 +137,8 @@ def graph_from_module(
     label = name or f"{type(module).__name__}-{mode}"
     program = _export(module, inputs, mode, label, core_aten)
     graph_module = _runnable(program)
+    if mode == "training" and not core_aten:
+        write_buffers_back(graph_module, program.graph_signature)
     graph = _graph_from_fx(graph_module, label, split_outputs)
     return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
 

@@ -31,7 +31,7 @@ CACHE_ENV = "DAGOPT_ZOO_CACHE"
 #: Version of what an exported graph holds; bump it when the importer changes what it
 #: records, so that older cache files are not read. 2: per-node ``flops``; 3: training
 #: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``).
-GRAPH_FORMAT = 3
+GRAPH_FORMAT = 4
 
 
 @dataclass(frozen=True)
