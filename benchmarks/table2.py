@@ -243,7 +243,8 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         for key in measured:
             progress.update(task, description=f"{key} measure")
             best = next(r for r in results if r.graph == key).best_dagopt
-            torch_graph, inputs = build_torch_graph(*key.split("/"), **variant)
+            built = build_torch_graph(*key.split("/"), **variant)
+            torch_graph, inputs = built.torch_graph, built.inputs
             path = orders_dir / key / f"{best.method}.json"
             try:
                 order = read_order(path, torch_graph.graph).order

@@ -8,14 +8,17 @@ from torch import nn
 
 from dagopt.bench.ordering import Run, read_runs_csv, runs_csv
 from dagopt.bench.realgraphs import (
+    EAGER,
     TRACED,
     BucketSummary,
+    TorchExport,
     bucket_label,
     bucket_table,
     change_percent,
     graph_results,
     graph_table,
     measure_orders,
+    measure_runs,
     measurement_table,
     plot_methods,
     run_graph_methods,
@@ -134,6 +137,29 @@ def test_measure_orders_agrees_with_prediction_on_a_small_module():
     assert m.measured_best == pytest.approx(m.predicted_best, rel=0.01)
     assert m.lower == (m.measured_best < m.measured_traced)
     assert "| mlp/small/training |" in measurement_table([m])
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+def test_measure_runs_adds_an_eager_run_of_the_module(mode):
+    """Traced and given orders run for real beside their predictions; the last run is
+    the module in eager PyTorch, which for a graph of the operators autograd runs is the
+    traced order's peak (the batch-norm statistics written back as eager writes them)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 4, 3))
+    x = torch.randn(2, 3, 10, 10)
+    with torch.no_grad() if mode == "inference" else torch.enable_grad():
+        exported = graph_from_module(model, x, mode=mode, split_outputs=True, core_aten=False)
+    order = solve(exported.graph, "approx-dp", keep_outputs=True, beam_width=50).order
+    model.train()
+    runs = measure_runs(TorchExport(model, (x,), exported), [("searched", order)])
+    assert [r.label for r in runs] == [TRACED, "searched", EAGER]
+    for r in runs[:2]:
+        assert r.measured == r.predicted
+    assert runs[1].predicted == peak_memory(exported.graph, order, keep_outputs=True)
+    assert runs[2].predicted is None
+    assert runs[2].measured == pytest.approx(runs[0].measured, rel=0.001)
+    assert model.training  # the flag is restored
+    assert (model[0].weight.grad is not None) == (mode == "training")
 
 
 def test_plot_is_a_png(tmp_path):

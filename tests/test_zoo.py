@@ -189,6 +189,29 @@ def test_cli_export_autograd_operators_is_cached_apart(tmp_path):
     assert inference == cache_path("whisper-tiny-encoder", "small", "inference", tmp_path)
 
 
+def test_cli_measure_runs_the_graph_in_its_orders_and_eager(tmp_path):
+    """``zoo measure``: the traced order, an order file and eager PyTorch, measured; an
+    order of another graph is a one-line error with exit code 2."""
+    graph_file, order_file = tmp_path / "w.json", tmp_path / "w-order.json"
+    variant = ["--mode", "training", "--split-outputs", "--no-core-aten"]
+    args = ["zoo", "export", "whisper-tiny-encoder", *variant, "--cache-dir", str(tmp_path)]
+    assert runner.invoke(app, [*args, "--out", str(graph_file)]).exit_code == 0
+    schedule = ["schedule", str(graph_file), "--method", "approx-dp", "--beam-width", "100"]
+    result = runner.invoke(app, [*schedule, "--keep-outputs", "--out", str(order_file)])
+    assert result.exit_code == 0, result.output
+    measure = ["zoo", "measure", "whisper-tiny-encoder", *variant]
+    result = runner.invoke(app, [*measure, str(order_file)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.stdout.splitlines() if "│" in line}
+    assert set(rows) == {"traced", "w-order.json (approx-dp)", "eager PyTorch"}
+    for label in ("traced", "w-order.json (approx-dp)"):
+        cells = [cell.strip() for cell in rows[label].split("│")]
+        assert cells[4] == "+0.00"  # measured - predicted %
+    other = runner.invoke(app, [*measure[:3], "--mode", "inference", str(order_file)])
+    assert other.exit_code == 2
+    assert len(other.output.strip().splitlines()) == 1 and "is not in graph" in other.output
+
+
 def test_cli_list_shows_cached_node_counts(cache):
     result = runner.invoke(app, ["zoo", "list", "--cache-dir", str(cache)])
     assert result.exit_code == 0, result.output

@@ -7,7 +7,8 @@ training graph when exported with ``core_aten=False``) and with
 ``approx-dp`` on the same graph. Runs are ``dagopt.bench.ordering.Run`` records whose
 ``size`` is the graph's node count, so ``runs_csv`` / ``read_runs_csv`` store and resume
 them. ``measure_orders`` runs the traced and a reordered fx module and measures their
-real peaks beside the predicted ones.
+real peaks beside the predicted ones; ``measure_runs`` does so for any orders and adds
+an eager PyTorch run of the module (``dagopt zoo measure``).
 """
 
 import io
@@ -265,11 +266,21 @@ def plot_methods(summaries: list[BucketSummary], path: str | os.PathLike) -> Non
     write_bytes_atomic(path, buffer.getvalue())
 
 
+@dataclass(frozen=True)
+class TorchExport:
+    """A zoo model rebuilt with random weights, its example inputs and its exported graph
+    (whose ``graph_module`` reads the module's parameters and buffers in place)."""
+
+    module: "torch.nn.Module"
+    inputs: tuple["torch.Tensor", ...]
+    torch_graph: "TorchGraph"
+
+
 def build_torch_graph(
     name: str, size: str, mode: str, *, split_outputs: bool = False, core_aten: bool = True
-) -> tuple["TorchGraph", tuple["torch.Tensor", ...]]:
+) -> TorchExport:
     """Rebuild zoo model ``name`` at ``size`` and export it in ``mode`` as ``export_zoo``
-    does (inference under ``torch.no_grad()``): the runnable ``TorchGraph`` and its inputs."""
+    does (inference under ``torch.no_grad()``)."""
     import torch
 
     from dagopt.io.torch import graph_from_module
@@ -285,7 +296,18 @@ def build_torch_graph(
             split_outputs=split_outputs,
             core_aten=core_aten,
         )
-    return exported, inputs
+    return TorchExport(module=module, inputs=tuple(inputs), torch_graph=exported)
+
+
+def predicted_and_measured(
+    torch_graph: "TorchGraph", inputs: Sequence["torch.Tensor"], order: np.ndarray
+) -> tuple[float, float]:
+    """The peak of ``torch_graph`` run in ``order``: predicted (``peak_memory``, outputs
+    kept) and measured on a real run of the reordered fx module (``measure_peak``)."""
+    from dagopt.integrations.torch import measure_peak, reorder
+
+    predicted = peak_memory(torch_graph.graph, order, keep_outputs=True)
+    return predicted, measure_peak(reorder(torch_graph, order), inputs).peak
 
 
 @dataclass(frozen=True)
@@ -317,21 +339,58 @@ def measure_orders(
 ) -> Measurement:
     """Run ``torch_graph`` in its traced order and in ``order`` (found by ``method``),
     measure each real peak and predict it with the objective."""
-    from dagopt.integrations.torch import measure_peak, reorder
-
-    graph = torch_graph.graph
-    traced = np.arange(graph.num_nodes)
-    measured = [measure_peak(reorder(torch_graph, o), inputs).peak for o in (traced, order)]
-    predicted = [peak_memory(graph, o, keep_outputs=True) for o in (traced, order)]
+    traced = predicted_and_measured(torch_graph, inputs, np.arange(torch_graph.graph.num_nodes))
+    best = predicted_and_measured(torch_graph, inputs, order)
     return Measurement(
         graph=key,
-        nodes=graph.num_nodes,
+        nodes=torch_graph.graph.num_nodes,
         method=method,
-        predicted_traced=predicted[0],
-        measured_traced=measured[0],
-        predicted_best=predicted[1],
-        measured_best=measured[1],
+        predicted_traced=traced[0],
+        measured_traced=traced[1],
+        predicted_best=best[0],
+        measured_best=best[1],
     )
+
+
+#: The label of an eager PyTorch run of the module in ``measure_runs``.
+EAGER = "eager"
+
+
+@dataclass(frozen=True)
+class RealRun:
+    """One real run of a model: its label, predicted peak (``None`` for eager PyTorch,
+    which runs no dagopt order) and measured peak, in bytes."""
+
+    label: str
+    predicted: float | None
+    measured: float
+
+
+def measure_runs(built: TorchExport, orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:
+    """Run ``built``'s graph in its traced order and in each labelled order, then the
+    module itself as eager PyTorch runs it: the forward under ``torch.no_grad()`` in
+    eval mode (inference), or a training step, forward, loss and ``loss.backward()``
+    (``measure_training_peak``). The module's train flag is restored; a training step
+    leaves its gradients in ``.grad``."""
+    from dagopt.integrations.torch import measure_peak, measure_training_peak
+
+    torch_graph, inputs = built.torch_graph, built.inputs
+    labelled = [(TRACED, np.arange(torch_graph.graph.num_nodes)), *orders]
+    runs = [
+        RealRun(label, *predicted_and_measured(torch_graph, inputs, order))
+        for label, order in labelled
+    ]
+    module = built.module
+    if torch_graph.mode == "training":
+        module.zero_grad(set_to_none=True)
+        eager = measure_training_peak(module, inputs)
+    else:
+        was_training = module.training
+        try:
+            eager = measure_peak(module.eval(), inputs)
+        finally:
+            module.train(was_training)
+    return [*runs, RealRun(EAGER, None, eager.peak)]
 
 
 def measurement_table(measurements: list[Measurement]) -> str:

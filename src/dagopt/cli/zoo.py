@@ -1,5 +1,6 @@
 """``dagopt zoo``: list the model zoo and export its models as node-link JSON graphs."""
 
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +27,21 @@ CacheOption = Annotated[
         show_default=False,
     ),
 ]
+SplitOutputsOption = Annotated[
+    bool,
+    typer.Option(
+        help="Each output of a multi-output op (batch norm, dropout, gradients) gets its "
+        "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
+    ),
+]
+CoreAtenOption = Annotated[
+    bool,
+    typer.Option(
+        help="Training graphs in core ATen (as compilers take them); --no-core-aten keeps "
+        "the operators autograd runs, so the traced order is an eager step "
+        "(docs/real_models.md, 'Training in a dagopt order')."
+    ),
+]
 
 
 class Size(StrEnum):
@@ -40,6 +56,10 @@ class Mode(StrEnum):
 
     inference = "inference"
     training = "training"
+
+
+ModeOption = Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")]
+SizeOption = Annotated[Size, typer.Option(help="Input size variant.")]
 
 
 @zoo_app.command("list")
@@ -79,8 +99,8 @@ def list_models(cache_dir: CacheOption = None) -> None:
 @zoo_app.command("export")
 def export(
     name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
-    mode: Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")],
-    size: Annotated[Size, typer.Option(help="Input size variant.")] = Size.small,
+    mode: ModeOption,
+    size: SizeOption = Size.small,
     out: Annotated[
         Path | None,
         typer.Option(
@@ -89,21 +109,8 @@ def export(
     ] = None,
     cache_dir: CacheOption = None,
     refresh: Annotated[bool, typer.Option(help="Export again even if cached.")] = False,
-    split_outputs: Annotated[
-        bool,
-        typer.Option(
-            help="Each output of a multi-output op (batch norm, dropout, gradients) gets its "
-            "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
-        ),
-    ] = False,
-    core_aten: Annotated[
-        bool,
-        typer.Option(
-            help="Training graphs in core ATen (as compilers take them); --no-core-aten keeps "
-            "the operators autograd runs, so the traced order is an eager step "
-            "(docs/real_models.md, 'Training in a dagopt order')."
-        ),
-    ] = True,
+    split_outputs: SplitOutputsOption = False,
+    core_aten: CoreAtenOption = True,
 ) -> None:
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
     from dagopt.zoo import export_zoo, get_model
@@ -136,5 +143,75 @@ def export(
     console.print(
         f"{label}: {graph.num_nodes} nodes, {graph.num_edges} edges, "
         f"{result.param_bytes:,} parameter bytes, {source}{where}",
+        markup=False,
+    )
+
+
+@zoo_app.command("measure")
+def measure(
+    name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
+    mode: ModeOption,
+    orders: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Order files (`dagopt schedule --out`) of this model's graph, exported with "
+            "the same --mode, --size and options.",
+            show_default=False,
+        ),
+    ] = None,
+    size: SizeOption = Size.small,
+    split_outputs: SplitOutputsOption = False,
+    core_aten: CoreAtenOption = True,
+) -> None:
+    """Run a zoo model's graph for real in its traced order and in each ORDER, then the
+    model in eager PyTorch; print each run's predicted and measured peak.
+
+    The model is rebuilt (random weights) and exported afresh, so the graph is runnable;
+    an order file of another graph is an error. Measured: live tensor storage of the real
+    run (`docs/real_models.md`, "Measure")."""
+    from dagopt.bench.realgraphs import EAGER, build_torch_graph, measure_runs
+    from dagopt.io import read_order
+    from dagopt.zoo import get_model
+
+    get_model(name)  # an unknown name fails before the spinner starts
+    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
+    notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
+    label = f"{name} ({', '.join(notes)})"
+    with err_console.status(f"exporting {label}"):
+        start = time.perf_counter()
+        built = build_torch_graph(
+            name, size.value, mode.value, split_outputs=split_outputs, core_aten=core_aten
+        )
+        export_seconds = time.perf_counter() - start
+    graph = built.torch_graph.graph
+    labelled = []
+    for path in orders or []:
+        order_file = read_order(path, graph)
+        if order_file.graph and order_file.graph != graph.name:
+            raise InputError(f"{path}: an order of graph {order_file.graph!r}, not {graph.name!r}")
+        labelled.append((f"{path.name} ({order_file.method or '?'})", order_file.order))
+    with err_console.status(f"running {label}"):
+        start = time.perf_counter()
+        runs = measure_runs(built, labelled)
+        run_seconds = time.perf_counter() - start
+    traced, eager = runs[0].measured, runs[-1].measured
+    table = Table(title=f"{label}: {graph.num_nodes} nodes, peaks with graph outputs kept")
+    for column in ("run", "predicted MB", "measured MB", "measured - predicted %"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    table.add_column("vs traced %", justify="right")
+    table.add_column("vs eager %", justify="right")
+    for run in runs:
+        predicted = run.predicted
+        table.add_row(
+            Text(run.label if run.label != EAGER else "eager PyTorch"),
+            "-" if predicted is None else f"{predicted / 1e6:.3f}",
+            f"{run.measured / 1e6:.3f}",
+            "-" if predicted is None else f"{100 * (run.measured / predicted - 1):+.2f}",
+            f"{100 * (run.measured / traced - 1):+.2f}",
+            f"{100 * (run.measured / eager - 1):+.2f}",
+        )
+    console.print(table)
+    console.print(
+        f"export {format_seconds(export_seconds)} s, runs {format_seconds(run_seconds)} s",
         markup=False,
     )
