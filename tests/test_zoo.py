@@ -191,7 +191,7 @@ def test_cli_export_autograd_operators_is_cached_apart(tmp_path):
 
 def test_cli_measure_runs_the_graph_in_its_orders_and_eager(tmp_path):
     """``zoo measure``: the traced order, an order file and eager PyTorch, measured; an
-    order of another graph is a one-line error with exit code 2."""
+    order of another graph or a missing file is a one-line error with exit code 2."""
     graph_file, order_file = tmp_path / "w.json", tmp_path / "w-order.json"
     variant = ["--mode", "training", "--split-outputs", "--no-core-aten"]
     args = ["zoo", "export", "whisper-tiny-encoder", *variant, "--cache-dir", str(tmp_path)]
@@ -210,6 +210,8 @@ def test_cli_measure_runs_the_graph_in_its_orders_and_eager(tmp_path):
     other = runner.invoke(app, [*measure[:3], "--mode", "inference", str(order_file)])
     assert other.exit_code == 2
     assert len(other.output.strip().splitlines()) == 1 and "is not in graph" in other.output
+    missing = runner.invoke(app, [*measure, str(tmp_path / "none.json")])
+    assert missing.exit_code == 2 and "no such order file" in missing.output
 
 
 def test_cli_list_shows_cached_node_counts(cache):

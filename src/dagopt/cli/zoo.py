@@ -121,9 +121,7 @@ def export(
     cached = cache_path(name, size.value, mode.value, cache_dir, **variant)
     if out is not None and out.resolve() == cached.resolve():
         raise InputError(f"{out}: is the zoo's cache file of this model; write elsewhere")
-    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
-    notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
-    label = f"{name} ({', '.join(notes)})"
+    label = _label(name, size, mode, split_outputs, core_aten)
     with err_console.status(f"exporting {label}"):
         result = export_zoo(
             name,
@@ -173,10 +171,11 @@ def measure(
     from dagopt.io import read_order
     from dagopt.zoo import get_model
 
-    get_model(name)  # an unknown name fails before the spinner starts
-    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
-    notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
-    label = f"{name} ({', '.join(notes)})"
+    get_model(name)  # an unknown name or order file fails before the export starts
+    for path in orders or []:
+        if not path.is_file():
+            raise InputError(f"{path}: no such order file")
+    label = _label(name, size, mode, split_outputs, core_aten)
     with err_console.status(f"exporting {label}"):
         start = time.perf_counter()
         built = build_torch_graph(
@@ -215,3 +214,10 @@ def measure(
         f"export {format_seconds(export_seconds)} s, runs {format_seconds(run_seconds)} s",
         markup=False,
     )
+
+
+def _label(name: str, size: Size, mode: Mode, split_outputs: bool, core_aten: bool) -> str:
+    """``name (size, mode[, split outputs][, autograd operators])`` for progress and output."""
+    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
+    notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
+    return f"{name} ({', '.join(notes)})"
