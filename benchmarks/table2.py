@@ -45,7 +45,6 @@ from dagopt.bench.realgraphs import (
     PEER,
     TRACED,
     bucket_table,
-    build_torch_graph,
     graph_results,
     graph_table,
     measure_orders,
@@ -68,7 +67,7 @@ from dagopt.io.atomic import write_text_atomic
 from dagopt.io.orders import read_order, write_order
 from dagopt.schedule import solve
 from dagopt.schedule.neural import load_model
-from dagopt.zoo import SIZES, get_model, model_names
+from dagopt.zoo import SIZES, build_zoo_module, get_model, model_names
 from dagopt.zoo.export import MODES
 
 CLASSIC_METHODS = [TRACED, "inductor", "lpmf", "approx-dp", "anchored-dp"]
@@ -243,7 +242,7 @@ def benchmark(args: argparse.Namespace, console: Console) -> int:
         for key in measured:
             progress.update(task, description=f"{key} measure")
             best = next(r for r in results if r.graph == key).best_dagopt
-            built = build_torch_graph(*key.split("/"), **variant)
+            built = build_zoo_module(*key.split("/"), **variant)
             torch_graph, inputs = built.torch_graph, built.inputs
             path = orders_dir / key / f"{best.method}.json"
             try:

@@ -11,7 +11,6 @@ from dagopt.bench.realgraphs import (
     EAGER,
     TRACED,
     BucketSummary,
-    TorchExport,
     bucket_label,
     bucket_table,
     change_percent,
@@ -29,6 +28,7 @@ from dagopt.graph import Graph
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives import peak_memory
 from dagopt.schedule import solve
+from dagopt.zoo import ZooModule
 
 
 def run(graph: str, nodes: int, method: str, peak: float, seconds: float = 1.0) -> Run:
@@ -151,7 +151,7 @@ def test_measure_runs_adds_an_eager_run_of_the_module(mode):
         exported = graph_from_module(model, x, mode=mode, split_outputs=True, core_aten=False)
     order = solve(exported.graph, "approx-dp", keep_outputs=True, beam_width=50).order
     model.train()
-    runs = measure_runs(TorchExport(model, (x,), exported), [("searched", order)])
+    runs = measure_runs(ZooModule(model, (x,), exported), [("searched", order)])
     assert [r.label for r in runs] == [TRACED, "searched", EAGER]
     for r in runs[:2]:
         assert r.measured == r.predicted

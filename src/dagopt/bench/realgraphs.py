@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # torch is imported only to build and measure real modules
     import torch
 
     from dagopt.io.torch import TorchGraph
+    from dagopt.zoo import ZooModule
 
 #: The order the model was traced in (graph inputs first): what eager PyTorch runs (a
 #: training graph's when exported with ``core_aten=False``, ``docs/real_models.md``).
@@ -266,39 +267,6 @@ def plot_methods(summaries: list[BucketSummary], path: str | os.PathLike) -> Non
     write_bytes_atomic(path, buffer.getvalue())
 
 
-@dataclass(frozen=True)
-class TorchExport:
-    """A zoo model rebuilt with random weights, its example inputs and its exported graph
-    (whose ``graph_module`` reads the module's parameters and buffers in place)."""
-
-    module: "torch.nn.Module"
-    inputs: tuple["torch.Tensor", ...]
-    torch_graph: "TorchGraph"
-
-
-def build_torch_graph(
-    name: str, size: str, mode: str, *, split_outputs: bool = False, core_aten: bool = True
-) -> TorchExport:
-    """Rebuild zoo model ``name`` at ``size`` and export it in ``mode`` as ``export_zoo``
-    does (inference under ``torch.no_grad()``)."""
-    import torch
-
-    from dagopt.io.torch import graph_from_module
-    from dagopt.zoo import get_model
-
-    module, inputs = get_model(name).build(size)
-    with torch.no_grad() if mode == "inference" else torch.enable_grad():
-        exported = graph_from_module(
-            module,
-            inputs,
-            mode=mode,
-            name=f"{name}-{size}-{mode}",
-            split_outputs=split_outputs,
-            core_aten=core_aten,
-        )
-    return TorchExport(module=module, inputs=tuple(inputs), torch_graph=exported)
-
-
 def predicted_and_measured(
     torch_graph: "TorchGraph", inputs: Sequence["torch.Tensor"], order: np.ndarray
 ) -> tuple[float, float]:
@@ -366,7 +334,7 @@ class RealRun:
     measured: float
 
 
-def measure_runs(built: TorchExport, orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:
+def measure_runs(built: "ZooModule", orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:
     """Run ``built``'s graph in its traced order and in each labelled order, then the
     module itself as eager PyTorch runs it: the forward under ``torch.no_grad()`` in
     eval mode (inference), or a training step, forward, loss and ``loss.backward()``

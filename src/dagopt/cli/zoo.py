@@ -167,9 +167,9 @@ def measure(
     The model is rebuilt (random weights) and exported afresh, so the graph is runnable;
     an order file of another graph is an error. Measured: live tensor storage of the real
     run (`docs/real_models.md`, "Measure")."""
-    from dagopt.bench.realgraphs import EAGER, build_torch_graph, measure_runs
+    from dagopt.bench.realgraphs import EAGER, measure_runs
     from dagopt.io import read_order
-    from dagopt.zoo import get_model
+    from dagopt.zoo import build_zoo_module, get_model
 
     get_model(name)  # an unknown name or order file fails before the export starts
     for path in orders or []:
@@ -178,7 +178,7 @@ def measure(
     label = _label(name, size, mode, split_outputs, core_aten)
     with err_console.status(f"exporting {label}"):
         start = time.perf_counter()
-        built = build_torch_graph(
+        built = build_zoo_module(
             name, size.value, mode.value, split_outputs=split_outputs, core_aten=core_aten
         )
         export_seconds = time.perf_counter() - start

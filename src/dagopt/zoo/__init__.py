@@ -7,6 +7,8 @@ Importing this package imports neither torch nor transformers.
 
 from dagopt.zoo.export import (
     ZooExport,
+    ZooModule,
+    build_zoo_module,
     cache_path,
     cache_root,
     export_zoo,
@@ -22,6 +24,8 @@ __all__ = [
     "SIZES",
     "ZooExport",
     "ZooModel",
+    "ZooModule",
+    "build_zoo_module",
     "cache_path",
     "cache_root",
     "export_zoo",

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagopt
 from dagopt.errors import GraphError, InputError
@@ -25,12 +25,18 @@ from dagopt.io.atomic import write_text_atomic
 from dagopt.io.json import graph_from_node_link, graph_to_node_link, read_json_file
 from dagopt.zoo.models import check_size, get_model
 
+if TYPE_CHECKING:  # torch is imported only when a model is built
+    import torch
+
+    from dagopt.io.torch import TorchGraph
+
 MODES = ("inference", "training")
 #: Environment variable that overrides the default cache directory.
 CACHE_ENV = "DAGOPT_ZOO_CACHE"
 #: Version of what an exported graph holds; bump it when the importer changes what it
 #: records, so that older cache files are not read. 2: per-node ``flops``; 3: training
-#: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``).
+#: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``); 4:
+#: autograd-operator training graphs write buffer updates back (``dagopt.io.torch_buffers``).
 GRAPH_FORMAT = 4
 
 
@@ -122,6 +128,40 @@ def _read_cache_file(path: Path) -> ZooExport | None:
         return None
 
 
+@dataclass(frozen=True)
+class ZooModule:
+    """A zoo model built with random weights, its example inputs and its exported graph,
+    whose ``graph_module`` reads the module's parameters and buffers in place."""
+
+    module: "torch.nn.Module"
+    inputs: tuple["torch.Tensor", ...]
+    torch_graph: "TorchGraph"
+
+
+def build_zoo_module(
+    name: str, size: str, mode: str, *, split_outputs: bool = False, core_aten: bool = True
+) -> ZooModule:
+    """Build model ``name`` at ``size`` and export it in ``mode`` with ``graph_from_module``
+    (named ``<name>-<size>-<mode>``), uncached: what ``export_zoo`` caches, and a runnable
+    graph of the module itself (``dagopt zoo measure``). Inference exports run under
+    ``torch.no_grad()`` (``export_zoo``)."""
+    import torch
+
+    from dagopt.io.torch import graph_from_module
+
+    module, inputs = get_model(name).build(size)
+    with torch.no_grad() if mode == "inference" else torch.enable_grad():
+        exported = graph_from_module(
+            module,
+            inputs,
+            mode=mode,
+            name=f"{name}-{size}-{mode}",
+            split_outputs=split_outputs,
+            core_aten=core_aten,
+        )
+    return ZooModule(module=module, inputs=tuple(inputs), torch_graph=exported)
+
+
 def export_zoo(
     name: str,
     *,
@@ -148,16 +188,8 @@ def export_zoo(
         hit = _read_cache_file(path)
         if hit is not None:
             return hit
-    import torch
-
-    from dagopt.io.torch import graph_from_module
-
     start = time.perf_counter()
-    module, inputs = get_model(name).build(size)
-    with torch.no_grad() if mode == "inference" else torch.enable_grad():
-        exported = graph_from_module(
-            module, inputs, mode=mode, name=f"{name}-{size}-{mode}", **variant
-        )
+    exported = build_zoo_module(name, size, mode, **variant).torch_graph
     seconds = time.perf_counter() - start
     param_bytes = _state_bytes(exported.graph_module)
     document = graph_to_node_link(exported.graph)
