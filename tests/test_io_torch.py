@@ -174,6 +174,39 @@ def test_eval_dropout_is_the_identity():
     assert torch.equal(tg.graph_module(x16())[0], model.eval()(x16()))
 
 
+class DropoutThenView(nn.Module):
+    """A linear layer, an eval-mode dropout, then a view of its output (Swin-T's windows)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.fc(x)).view(4, 2, 2, 4).relu()
+
+
+def test_a_view_of_an_eval_dropout_aliases_the_dropout_input():
+    tg = graph_from_module(DropoutThenView(), x16())
+    sizes = dict(zip(tg.graph.names, tg.graph.mem.tolist(), strict=True))
+    assert sizes == {"x": 256, "linear": 256, "view": 0, "relu": 256, "output": 0}
+    assert preds(tg, "relu") == {"view", "linear"}
+
+
+class DeadCopy(nn.Module):
+    """Computes a copy nothing reads (Swin-T's unused reshaped hidden states)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.t().contiguous()
+        return x.relu()
+
+
+def test_dead_operators_are_dropped():
+    tg = graph_from_module(DeadCopy(), x16())
+    assert tg.graph.names == ("x", "relu", "output")
+    assert torch.equal(tg.graph_module(x16())[0], x16().relu())
+
+
 @pytest.mark.parametrize("core_aten", [True, False])
 def test_zero_probability_dropouts_are_not_copied_in_training(core_aten):
     """Eager dropout at p = 0 returns its input; the joint trace would clone it."""

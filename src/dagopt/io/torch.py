@@ -9,9 +9,11 @@ exactly when the real tensors do. The rules (``docs/real_models.md``):
 
 - nodes: every graph input, every executed ``call_function`` and the fx ``output``
   node, in the fx graph's own order (``np.arange(n)`` is the traced order);
-  parameters, buffers and lifted constants are not nodes;
+  parameters, buffers and lifted constants are not nodes, nor are dead operators
+  (nothing reads their result and they write nothing: dropped as compilers drop them);
 - ``mem``: bytes of the storages a node creates; an output that aliases an existing
-  storage (view, reshape without copy, ``getitem``, in-place op result) adds 0;
+  storage (view, reshape without copy, ``getitem``, in-place op result, a view of a
+  dropout eager PyTorch runs as the identity) adds 0;
 - edges: ``u -> v`` for every fx input ``u`` of ``v``, plus ``owner -> v`` for the
   node that created each storage ``v`` reads, so a storage stays alive while any
   alias of it is used; a write to a storage is ordered after its earlier readers
@@ -136,10 +138,10 @@ def graph_from_module(
     inputs = _as_inputs(example_inputs)
     label = name or f"{type(module).__name__}-{mode}"
     program = _export(module, inputs, mode, label, core_aten)
-    graph_module = _runnable(program)
+    graph_module, aliases = _runnable(program)
     if mode == "training" and not core_aten:
         write_buffers_back(graph_module, program.graph_signature)
-    graph = _graph_from_fx(graph_module, label, split_outputs)
+    graph = _graph_from_fx(graph_module, label, split_outputs, aliases)
     return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
 
 
@@ -322,10 +324,21 @@ def _first_line(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
+def _runnable(
+    program: torch.export.ExportedProgram,
+) -> tuple[torch.fx.GraphModule, dict[StorageWeakRef, StorageWeakRef]]:
     """Copy of the program's graph where parameters, buffers and constants are ``get_attr``
-    nodes (detached, sharing storage), only the user inputs remain placeholders, and
-    dropouts with ``train=False`` are removed (they return their input)."""
+    nodes (detached, sharing storage), only the user inputs remain placeholders, dropouts
+    with ``train=False`` are removed (they return their input) and so are dead operators.
+
+    Returned with it: the storage each removed dropout's output stands for. The trace
+    gave that output a fake storage of its own (a clone's), which the values of the
+    views taken of it still carry; eager PyTorch returns the input itself, so the output
+    is an alias of the input's storage (``_graph_from_fx`` reads it so). An operator
+    whose result nothing uses and that writes nothing (Swin's unused reshaped hidden
+    states, an unused ``unsqueeze``) is dropped, as ``torch.fx``'s dead code elimination
+    and every compiler drop it; kept, it would be a sink whose memory stays to the end.
+    """
     state: dict[str, torch.Tensor] = {}
     for spec in program.graph_signature.input_specs:
         if spec.kind == InputKind.USER_INPUT:
@@ -337,6 +350,7 @@ def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
     root = torch.nn.Module()
     graph = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
+    aliases: dict[StorageWeakRef, StorageWeakRef] = {}
     for node in program.graph.nodes:
         if node.op not in ("placeholder", "call_function", "output"):
             raise InputError(f"unsupported fx node {node.name!r} ({node.op})")
@@ -346,11 +360,19 @@ def _runnable(program: torch.export.ExportedProgram) -> torch.fx.GraphModule:
             env[node].meta = dict(node.meta)
         elif _eager_identity(node):
             env[node] = env[node.args[0]]
+            source = _storage_key(node.args[0])
+            aliases[_storage_key(node)] = aliases.get(source, source)
         elif node.target is torch.ops.aten._assert_tensor_metadata.default:
             continue  # a no-op check left by ``.to(dtype)``; it computes nothing
         else:
             env[node] = graph.node_copy(node, env.__getitem__)
-    return torch.fx.GraphModule(root, graph)
+    graph.eliminate_dead_code(is_impure_node=lambda n: n.op != "call_function" or n.is_impure())
+    return torch.fx.GraphModule(root, graph), aliases
+
+
+def _storage_key(node: torch.fx.Node) -> StorageWeakRef:
+    """The storage of the one tensor ``node`` computes (a dropout's input or output)."""
+    return StorageWeakRef(_value(node).untyped_storage())
 
 
 def _eager_identity(node: torch.fx.Node) -> bool:
@@ -465,10 +487,20 @@ def is_output_share(name: str) -> bool:
     return SHARE_SEPARATOR in name
 
 
-def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> Graph:
+def _graph_from_fx(
+    gm: torch.fx.GraphModule,
+    name: str,
+    split_outputs: bool,
+    aliases: dict[StorageWeakRef, StorageWeakRef],
+) -> Graph:
     """Apply the node, size, alias, parameter and ordering rules of the module doc; with
     ``split_outputs``, each new storage of an operator after its first is created by a
-    share node ``<name>.<j>`` just before it (``graph_from_module``)."""
+    share node ``<name>.<j>`` just before it (``graph_from_module``). A fake storage in
+    ``aliases`` is read as the storage it stands for (``_runnable``)."""
+
+    def storages(node: torch.fx.Node) -> dict[StorageWeakRef, int]:
+        return {aliases.get(k, k): b for k, b in _storages(_value(node), node).items()}
+
     index: dict[torch.fx.Node, int] = {}
     owner: dict[StorageWeakRef, int] = {}  # storage -> node that created it
     state: dict[StorageWeakRef, int] = {}  # parameter / buffer storage -> bytes
@@ -483,12 +515,12 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> 
     dst: list[int] = []
     for node in gm.graph.nodes:
         if node.op == "get_attr":
-            state.update(_storages(_value(node), node))
+            state.update(storages(node))
             continue
         read: dict[StorageWeakRef, int] = {}
         for u in node.all_input_nodes:
-            read.update(_storages(_value(u), u))
-        created = {} if node.op == "output" else _storages(_value(node), node)
+            read.update(storages(u))
+        created = {} if node.op == "output" else storages(node)
         new = {k: b for k, b in created.items() if k not in owner and k not in state}
         shares = list(new)[1:] if split_outputs else []
         for j, k in enumerate(shares, 1):
@@ -507,7 +539,7 @@ def _graph_from_fx(gm: torch.fx.GraphModule, name: str, split_outputs: bool) -> 
             k
             for u in written_arguments(node.target, node.args, node.kwargs)
             if isinstance(u, torch.fx.Node)
-            for k in _storages(_value(u), u)
+            for k in storages(u)
         ]
         mem.append(sum(new.values()))
         reads_data = bool(new) or bool(written)

@@ -36,8 +36,9 @@ CACHE_ENV = "DAGOPT_ZOO_CACHE"
 #: Version of what an exported graph holds; bump it when the importer changes what it
 #: records, so that older cache files are not read. 2: per-node ``flops``; 3: training
 #: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``); 4:
-#: autograd-operator training graphs write buffer updates back (``dagopt.io.torch_buffers``).
-GRAPH_FORMAT = 4
+#: autograd-operator training graphs write buffer updates back (``dagopt.io.torch_buffers``);
+#: 5: dead operators dropped, views of eval-mode dropouts read as aliases of the input.
+GRAPH_FORMAT = 5
 
 
 @dataclass(frozen=True)
