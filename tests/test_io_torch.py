@@ -371,10 +371,21 @@ class DataDependent(nn.Module):
         return x * 2 if x.sum() > 0 else x
 
 
+class Boxed:
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+
+class ReturnsAnObject(nn.Module):
+    def forward(self, x):
+        return Boxed(x * 2)
+
+
 @pytest.mark.parametrize(
     ("module", "inputs", "message"),
     [
         (DataDependent(), (torch.ones(3),), "cannot export DataDependent-inference"),
+        (ReturnsAnObject(), (torch.ones(3),), "an output is a test_io_torch.Boxed, which"),
         (MLP(), (x16(), 3), "example input #1 is a int, not a tensor"),
         (MLP(), 5, "example inputs must be a tensor or a sequence of tensors"),
         ("model", (x16(),), "expected a torch.nn.Module"),
@@ -384,6 +395,23 @@ def test_bad_inputs_raise_one_line_input_errors(module, inputs, message):
     with pytest.raises(InputError, match=message) as info:
         graph_from_module(module, inputs)
     assert "\n" not in str(info.value)
+
+
+def test_a_transformers_cache_output_names_use_cache():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+    )
+    model = transformers.LlamaModel(config)
+    with pytest.raises(InputError, match="build the model with use_cache=False"):
+        graph_from_module(model, torch.randint(0, 64, (1, 8)))
+    config.use_cache = False
+    assert graph_from_module(model, torch.randint(0, 64, (1, 8))).graph.num_nodes > 0
 
 
 def test_unknown_mode_is_an_input_error():

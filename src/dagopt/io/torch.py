@@ -31,6 +31,7 @@ exactly when the real tensors do. The rules (``docs/real_models.md``):
 import contextlib
 import io
 import logging
+import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -201,9 +202,23 @@ def _export(
     except InputError:
         raise
     except Exception as exc:  # export raises many unrelated types for untraceable code
-        raise InputError(f"cannot export {label}: {_first_line(exc)}") from None
+        raise InputError(f"cannot export {label}: {_export_failure(exc)}") from None
     finally:
         module.train(was_training)
+
+
+def _export_failure(exc: BaseException) -> str:
+    """The first line of export's error, or for an output of a class ``torch.export``
+    cannot flatten (pytree's "Found <class ...> in output, which is not a known type"),
+    what to change: a ``transformers`` model returns its key-value cache unless built
+    with ``use_cache=False``."""
+    found = re.match(r"Found <class '([\w.]+)'> in output, which is not a known type", str(exc))
+    if found is None:
+        return _first_line(exc)
+    message = f"an output is a {found[1]}, which torch.export cannot return; return tensors"
+    if "cache" in found[1]:
+        message += " (a transformers cache: build the model with use_cache=False)"
+    return message
 
 
 def _export_joint(
