@@ -216,7 +216,7 @@ def _export_failure(exc: BaseException) -> str:
     if found is None:
         return _first_line(exc)
     message = f"an output is a {found[1]}, which torch.export cannot return; return tensors"
-    if "cache" in found[1]:
+    if found[1].startswith("transformers.") and found[1].endswith("Cache"):
         message += " (a transformers cache: build the model with use_cache=False)"
     return message
 
@@ -375,19 +375,15 @@ def _runnable(
             env[node].meta = dict(node.meta)
         elif _eager_identity(node):
             env[node] = env[node.args[0]]
-            source = _storage_key(node.args[0])
-            aliases[_storage_key(node)] = aliases.get(source, source)
+            (source,) = _storages(_value(node.args[0]), node.args[0])
+            (output,) = _storages(_value(node), node)
+            aliases[output] = aliases.get(source, source)
         elif node.target is torch.ops.aten._assert_tensor_metadata.default:
             continue  # a no-op check left by ``.to(dtype)``; it computes nothing
         else:
             env[node] = graph.node_copy(node, env.__getitem__)
     graph.eliminate_dead_code(is_impure_node=lambda n: n.op != "call_function" or n.is_impure())
     return torch.fx.GraphModule(root, graph), aliases
-
-
-def _storage_key(node: torch.fx.Node) -> StorageWeakRef:
-    """The storage of the one tensor ``node`` computes (a dropout's input or output)."""
-    return StorageWeakRef(_value(node).untyped_storage())
 
 
 def _eager_identity(node: torch.fx.Node) -> bool:
