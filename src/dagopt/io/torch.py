@@ -35,6 +35,7 @@ import re
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -208,17 +209,31 @@ def _export(
 
 
 def _export_failure(exc: BaseException) -> str:
-    """The first line of export's error, or for an output of a class ``torch.export``
-    cannot flatten (pytree's "Found <class ...> in output, which is not a known type"),
-    what to change: a ``transformers`` model returns its key-value cache unless built
-    with ``use_cache=False``."""
-    found = re.match(r"Found <class '([\w.]+)'> in output, which is not a known type", str(exc))
-    if found is None:
-        return _first_line(exc)
-    message = f"an output is a {found[1]}, which torch.export cannot return; return tensors"
-    if found[1].startswith("transformers.") and found[1].endswith("Cache"):
-        message += " (a transformers cache: build the model with use_cache=False)"
-    return message
+    """The first line of export's error, or what to change for two failures that line
+    does not explain:
+
+    - an output of a class ``torch.export`` cannot flatten (pytree's "Found <class ...>
+      in output, which is not a known type"): return tensors; a ``transformers`` model
+      returns its key-value cache unless built with ``use_cache=False``;
+    - a Python branch on a tensor's value ("Could not guard on data-dependent
+      expression"), such as ``transformers``' random layer drop in train mode: the
+      model's line that branched, which export names at the end of its message.
+    """
+    text = str(exc)
+    found = re.match(r"Found <class '([\w.]+)'> in output, which is not a known type", text)
+    if found is not None:
+        message = f"an output is a {found[1]}, which torch.export cannot return; return tensors"
+        if found[1].startswith("transformers.") and found[1].endswith("Cache"):
+            message += " (a transformers cache: build the model with use_cache=False)"
+        return message
+    if text.startswith("Could not guard on data-dependent expression"):
+        call = re.search(r'raised this error:\s+File "([^"]+)", line (\d+)', text)
+        where = f" at {Path(call[1]).name}:{call[2]}" if call else ""
+        return (
+            f"the module branches on a tensor's value{where} (a Python condition on tensor "
+            "data, such as a random layer drop in train mode), which torch.export cannot trace"
+        )
+    return _first_line(exc)
 
 
 def _export_joint(
