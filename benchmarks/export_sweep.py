@@ -194,8 +194,9 @@ ARCHITECTURES = (
     Architecture("ResNet", "Model", "image", {**_STAGES, "embedding_size": 16}),
     Architecture("MobileNetV1", "Model", "image", {"image_size": PIXELS, "depth_multiplier": 0.25}),
     Architecture("Levit", "Model", "image", {"image_size": PIXELS}),
-    # In train mode these draw random time masks (``mask_time_prob``) and skip layers at
-    # random (``layerdrop``): branches on tensor values, which torch.export cannot trace.
+    # In train mode these skip layers at random (``layerdrop``: a branch on a tensor's
+    # value) and mask random time spans (``mask_time_prob``: a tensor of data-dependent
+    # shape), neither of which torch.export can trace.
     Architecture("Wav2Vec2", "Model", "audio", {**_AUDIO, "mask_time_prob": 0.0, "layerdrop": 0.0}),
     Architecture("Hubert", "Model", "audio", {**_AUDIO, "mask_time_prob": 0.0, "layerdrop": 0.0}),
 )
