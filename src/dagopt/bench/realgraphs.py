@@ -334,6 +334,20 @@ class RealRun:
     measured: float
 
 
+def graph_runs(
+    torch_graph: "TorchGraph",
+    inputs: Sequence["torch.Tensor"],
+    orders: Sequence[tuple[str, np.ndarray]],
+) -> list[RealRun]:
+    """Run ``torch_graph`` in its traced order, then in each labelled order
+    (``predicted_and_measured``)."""
+    labelled = [(TRACED, np.arange(torch_graph.graph.num_nodes)), *orders]
+    return [
+        RealRun(label, *predicted_and_measured(torch_graph, inputs, order))
+        for label, order in labelled
+    ]
+
+
 def measure_runs(built: "ZooModule", orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:
     """Run ``built``'s graph in its traced order and in each labelled order, then the
     module itself as eager PyTorch runs it: the forward under ``torch.no_grad()`` in
@@ -342,13 +356,8 @@ def measure_runs(built: "ZooModule", orders: Sequence[tuple[str, np.ndarray]]) -
     leaves its gradients in ``.grad``."""
     from dagopt.integrations.torch import measure_peak, measure_training_peak
 
-    torch_graph, inputs = built.torch_graph, built.inputs
-    labelled = [(TRACED, np.arange(torch_graph.graph.num_nodes)), *orders]
-    runs = [
-        RealRun(label, *predicted_and_measured(torch_graph, inputs, order))
-        for label, order in labelled
-    ]
-    module = built.module
+    runs = graph_runs(built.torch_graph, built.inputs, orders)
+    torch_graph, inputs, module = built.torch_graph, built.inputs, built.module
     if torch_graph.mode == "training":
         module.zero_grad(set_to_none=True)
         eager = measure_training_peak(module, inputs)

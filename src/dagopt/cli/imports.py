@@ -1,4 +1,5 @@
-"""``dagopt import`` and ``dagopt export-onnx``: ONNX models in, reordered ONNX models out."""
+"""``dagopt import``, ``dagopt export-onnx`` and ``dagopt export-pt2``: ONNX models,
+OpenVINO IRs and saved PyTorch programs in, reordered ONNX models and programs out."""
 
 from pathlib import Path
 from typing import Annotated
@@ -7,12 +8,28 @@ import numpy as np
 import typer
 
 from dagopt.cli.output import check_output, console, fmt_mem
+from dagopt.cli.torch_options import CoreAtenOption, Mode, SplitOutputsOption
 from dagopt.errors import InputError
 from dagopt.io import read_order, write_graph_json
 from dagopt.objectives import peak_memory
 
 ModelArg = Annotated[
-    Path, typer.Argument(metavar="MODEL", help="ONNX model (.onnx) or OpenVINO IR (.xml).")
+    Path,
+    typer.Argument(
+        metavar="MODEL",
+        help="ONNX model (.onnx), OpenVINO IR (.xml) or saved PyTorch program (.pt2).",
+    ),
+]
+ProgramArg = Annotated[
+    Path,
+    typer.Argument(metavar="MODEL", help="Saved PyTorch program (.pt2, torch.export.save)."),
+]
+ProgramModeOption = Annotated[
+    Mode,
+    typer.Option(
+        help="The program as saved, or the joint forward + backward graph of its forward "
+        "(traced on its saved example inputs); .pt2 only."
+    ),
 ]
 
 
@@ -32,12 +49,32 @@ def import_model(
             show_default=False,
         ),
     ] = None,
+    mode: ProgramModeOption = Mode.inference,
+    split_outputs: SplitOutputsOption = False,
+    core_aten: CoreAtenOption = True,
 ) -> None:
-    """Import an ONNX model or an OpenVINO IR (.xml) as a graph file.
+    """Import an ONNX model, an OpenVINO IR (.xml) or a saved PyTorch program (.pt2) as
+    a graph file.
 
-    The graph's node list keeps the model's node order."""
+    The graph's node list keeps the model's node order (a .pt2 training graph: the
+    traced order of its forward and backward)."""
     check_output(out, model)
-    if model.suffix.lower() == ".xml":
+    program_options = mode != Mode.inference or split_outputs or not core_aten
+    if model.suffix.lower() == ".pt2":
+        if assume_size is not None:
+            raise InputError(
+                "--assume-size applies to ONNX models; saved programs have static shapes"
+            )
+        from dagopt.io.torch import state_bytes
+        from dagopt.io.torch_program import read_exported_program
+
+        torch_graph = read_exported_program(
+            model, mode=mode.value, split_outputs=split_outputs, core_aten=core_aten
+        ).torch_graph
+        graph, param_bytes = torch_graph.graph, float(state_bytes(torch_graph.graph_module))
+    elif program_options:
+        raise InputError("--mode, --split-outputs and --no-core-aten apply to .pt2 programs")
+    elif model.suffix.lower() == ".xml":
         if assume_size is not None:
             raise InputError(
                 "--assume-size applies to ONNX models; OpenVINO IRs need static shapes"
@@ -88,3 +125,37 @@ def export_onnx(
     path = write_onnx(onnx_graph, order, out)
     count = len(onnx_graph.model.graph.node)
     console.print(f"wrote {path}: {count} ONNX nodes in the order of {order_path}", markup=False)
+
+
+def export_pt2(
+    model: ProgramArg,
+    order_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="ORDER", help="Order file for the graph `dagopt import MODEL` writes."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", "-o", metavar="REORDERED.pt2", help="Write the reordered program here."
+        ),
+    ],
+) -> None:
+    """Write the program saved in MODEL with its operators in the order of ORDER;
+    `torch.export.load(REORDERED).module()` runs them in that order."""
+    check_output(out, model, order_path)
+    if model.suffix.lower() != ".pt2":
+        raise InputError(f"{model}: export-pt2 writes saved PyTorch programs only; give the .pt2")
+    from dagopt.io.torch_program import read_exported_program, write_exported_program
+
+    saved = read_exported_program(model)
+    graph = saved.torch_graph.graph
+    order = read_order(order_path, graph).order
+    path = write_exported_program(saved, order, out)
+    peak = peak_memory(graph, order, keep_outputs=True)
+    console.print(
+        f"wrote {path}: {graph.num_nodes} nodes in the order of {order_path}, "
+        f"peak {fmt_mem(peak)} (outputs kept)",
+        markup=False,
+    )

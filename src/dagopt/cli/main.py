@@ -27,7 +27,8 @@ from typer.core import TyperGroup
 from dagopt.cli.demo import demo
 from dagopt.cli.examples import examples
 from dagopt.cli.generate import generate_app
-from dagopt.cli.imports import export_onnx, import_model
+from dagopt.cli.imports import export_onnx, export_pt2, import_model
+from dagopt.cli.measure import measure
 from dagopt.cli.methods import methods
 from dagopt.cli.output import INTERRUPTED_EXIT, fail, warn_line
 from dagopt.cli.place import evaluate_placement, place_command
@@ -149,4 +150,6 @@ app.command()(demo)
 app.command()(examples)
 app.command("import")(import_model)
 app.command("export-onnx")(export_onnx)
+app.command("export-pt2")(export_pt2)
+app.command()(measure)
 app.command()(rank)

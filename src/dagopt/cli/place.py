@@ -28,14 +28,16 @@ from dagopt.objectives.runtime import DEFAULT_BANDWIDTH, DEFAULT_PEAK_FLOPS
 
 GraphArg = Annotated[
     Path,
-    typer.Argument(metavar="GRAPH", help="Graph file (.json, .onnx, .npz or OpenVINO .xml)."),
+    typer.Argument(
+        metavar="GRAPH", help="Graph file (.json, .onnx, .npz, OpenVINO .xml or PyTorch .pt2)."
+    ),
 ]
 GraphsArg = Annotated[
     list[Path],
     typer.Argument(
         metavar="GRAPH...",
-        help="Graph file(s) (.json, .onnx, .npz or OpenVINO .xml); several, or folders,"
-        " with --out-dir; with --env one MODEL: also a zoo name.",
+        help="Graph file(s) (.json, .onnx, .npz, OpenVINO .xml or PyTorch .pt2); several, "
+        "or folders, with --out-dir; with --env one MODEL: also a zoo name.",
     ),
 ]
 #: The most devices ``--devices`` takes (a guard against a mistyped count: every device

@@ -31,7 +31,10 @@ from dagopt.schedule import Schedule, get_solver, solve
 from dagopt.schedule.certify import INCUMBENT_METHOD, certify
 
 GraphArg = Annotated[
-    Path, typer.Argument(metavar="GRAPH", help="Graph file (.json, .onnx, .npz or OpenVINO .xml).")
+    Path,
+    typer.Argument(
+        metavar="GRAPH", help="Graph file (.json, .onnx, .npz, OpenVINO .xml or PyTorch .pt2)."
+    ),
 ]
 GraphsArg = Annotated[
     list[Path],

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from dagopt.bench.timing import format_seconds
 from dagopt.cli.output import console, err_console
+from dagopt.cli.torch_options import CoreAtenOption, Mode, ModeOption, SplitOutputsOption
 from dagopt.errors import InputError
 from dagopt.io import write_graph_json
 
@@ -27,21 +28,6 @@ CacheOption = Annotated[
         show_default=False,
     ),
 ]
-SplitOutputsOption = Annotated[
-    bool,
-    typer.Option(
-        help="Each output of a multi-output op (batch norm, dropout, gradients) gets its "
-        "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
-    ),
-]
-CoreAtenOption = Annotated[
-    bool,
-    typer.Option(
-        help="Training graphs in core ATen (as compilers take them); --no-core-aten keeps "
-        "the operators autograd runs, so the traced order is an eager step "
-        "(docs/real_models.md, 'Training in a dagopt order')."
-    ),
-]
 
 
 class Size(StrEnum):
@@ -51,14 +37,6 @@ class Size(StrEnum):
     large = "large"
 
 
-class Mode(StrEnum):
-    """Graph of the forward pass, or of the joint forward + backward pass."""
-
-    inference = "inference"
-    training = "training"
-
-
-ModeOption = Annotated[Mode, typer.Option(help="Forward graph, or forward + backward.")]
 SizeOption = Annotated[Size, typer.Option(help="Input size variant.")]
 
 
@@ -167,14 +145,12 @@ def measure(
     The model is rebuilt (random weights) and exported afresh, so the graph is runnable;
     an order file of another graph is an error. Measured: live tensor storage of the real
     run (`docs/real_models.md`, "Measure")."""
-    from dagopt.bench.realgraphs import EAGER, measure_runs
-    from dagopt.io import read_order
+    from dagopt.bench.realgraphs import measure_runs
+    from dagopt.cli.measure import check_order_paths, labelled_orders, print_runs
     from dagopt.zoo import build_zoo_module, get_model
 
     get_model(name)  # an unknown name or order file fails before the export starts
-    for path in orders or []:
-        if not path.is_file():
-            raise InputError(f"{path}: no such order file")
+    paths = check_order_paths(orders)
     label = _label(name, size, mode, split_outputs, core_aten)
     with err_console.status(f"exporting {label}"):
         start = time.perf_counter()
@@ -183,33 +159,12 @@ def measure(
         )
         export_seconds = time.perf_counter() - start
     graph = built.torch_graph.graph
-    labelled = []
-    for path in orders or []:
-        order_file = read_order(path, graph)
-        if order_file.graph and order_file.graph != graph.name:
-            raise InputError(f"{path}: an order of graph {order_file.graph!r}, not {graph.name!r}")
-        labelled.append((f"{path.name} ({order_file.method or '?'})", order_file.order))
+    labelled = labelled_orders(paths, graph)
     with err_console.status(f"running {label}"):
         start = time.perf_counter()
         runs = measure_runs(built, labelled)
         run_seconds = time.perf_counter() - start
-    traced, eager = runs[0].measured, runs[-1].measured
-    table = Table(title=f"{label}: {graph.num_nodes} nodes, peaks with graph outputs kept")
-    for column in ("run", "predicted MB", "measured MB", "measured - predicted %"):
-        table.add_column(column, justify="left" if column == "run" else "right")
-    table.add_column("vs traced %", justify="right")
-    table.add_column("vs eager %", justify="right")
-    for run in runs:
-        predicted = run.predicted
-        table.add_row(
-            Text(run.label if run.label != EAGER else "eager PyTorch"),
-            "-" if predicted is None else f"{predicted / 1e6:.3f}",
-            f"{run.measured / 1e6:.3f}",
-            "-" if predicted is None else f"{100 * (run.measured / predicted - 1):+.2f}",
-            f"{100 * (run.measured / traced - 1):+.2f}",
-            f"{100 * (run.measured / eager - 1):+.2f}",
-        )
-    console.print(table)
+    print_runs(f"{label}: {graph.num_nodes} nodes, peaks with graph outputs kept", runs)
     console.print(
         f"export {format_seconds(export_seconds)} s, runs {format_seconds(run_seconds)} s",
         markup=False,

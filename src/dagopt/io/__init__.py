@@ -26,10 +26,19 @@ def _read_openvino_graph(path: Path) -> Graph:
     return read_openvino(path)
 
 
+def _read_torch_program_graph(path: Path) -> Graph:
+    """The ``Graph`` of a saved PyTorch program as saved (``dagopt.io.torch_program``,
+    imported on first use)."""
+    from dagopt.io.torch_program import read_exported_program
+
+    return read_exported_program(path).torch_graph.graph
+
+
 READERS: dict[str, Callable[[Path], Graph]] = {
     ".json": read_graph_json,
     ".onnx": _read_onnx_graph,
     ".npz": read_tpugraphs_graph,
+    ".pt2": _read_torch_program_graph,
     ".xml": _read_openvino_graph,
 }
 

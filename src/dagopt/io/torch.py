@@ -139,11 +139,28 @@ def graph_from_module(
         raise InputError(f"mode must be 'inference' or 'training', got {mode!r}")
     inputs = _as_inputs(example_inputs)
     label = name or f"{type(module).__name__}-{mode}"
-    program = _export(module, inputs, mode, label, core_aten)
+    was_training = module.training
+    module.train(mode == "training")
+    try:
+        program = export_program(module, inputs, mode, label, core_aten)
+    finally:
+        module.train(was_training)
+    return graph_from_program(program, mode, label, split_outputs, core_aten)
+
+
+def graph_from_program(
+    program: torch.export.ExportedProgram,
+    mode: Mode,
+    name: str,
+    split_outputs: bool,
+    core_aten: bool,
+) -> TorchGraph:
+    """The ``TorchGraph`` of an exported program (``export_program``'s, or one read from a
+    file), by the rules of the module doc; ``graph_from_module`` documents the options."""
     graph_module, aliases = _runnable(program)
     if mode == "training" and not core_aten:
         write_buffers_back(graph_module, program.graph_signature)
-    graph = _graph_from_fx(graph_module, label, split_outputs, aliases)
+    graph = _graph_from_fx(graph_module, name, split_outputs, aliases)
     return TorchGraph(graph=graph, graph_module=graph_module, program=program, mode=mode)
 
 
@@ -184,19 +201,19 @@ class TrainingLoss(torch.nn.Module):
         return (loss,)
 
 
-def _export(
+def export_program(
     module: torch.nn.Module,
     inputs: tuple[torch.Tensor, ...],
     mode: Mode,
     label: str,
     core_aten: bool,
 ) -> torch.export.ExportedProgram:
-    """``torch.export.export`` in the requested mode, tied weights registered once
-    (``dagopt.io.torch_tied``); any failure becomes one ``InputError``."""
-    was_training = module.training
-    module.train(mode == "training")
+    """``torch.export.export`` of the forward (inference) or of the joint forward +
+    backward of ``TrainingLoss(module)`` (training), tied weights registered once
+    (``dagopt.io.torch_tied``), with ``module`` in whatever train/eval state it is in;
+    any failure becomes one ``InputError``."""
     try:
-        with _quiet(), registered_once(module):
+        with quiet(), registered_once(module):
             if mode == "inference":
                 return torch.export.export(module, inputs)
             return _export_joint(TrainingLoss(module), inputs, core_aten)
@@ -204,8 +221,6 @@ def _export(
         raise
     except Exception as exc:  # export raises many unrelated types for untraceable code
         raise InputError(f"cannot export {label}: {_export_failure(exc)}") from None
-    finally:
-        module.train(was_training)
 
 
 def _export_failure(exc: BaseException) -> str:
@@ -233,7 +248,7 @@ def _export_failure(exc: BaseException) -> str:
             f"the module branches on a tensor's value{where} (a Python condition on tensor "
             "data, such as a random layer drop in train mode), which torch.export cannot trace"
         )
-    return _first_line(exc)
+    return first_line(exc)
 
 
 def _export_joint(
@@ -335,7 +350,7 @@ def _may_carry_gradient(node: torch.fx.Node) -> bool:
 
 
 @contextlib.contextmanager
-def _quiet() -> Iterator[None]:
+def quiet() -> Iterator[None]:
     """Silence export's warnings, its log records and the partial graph it prints on failure."""
     logger = logging.getLogger("torch")
     level = logger.level
@@ -348,7 +363,17 @@ def _quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _first_line(exc: BaseException) -> str:
+def state_bytes(graph_module: torch.nn.Module) -> int:
+    """Bytes of the distinct storages of a module's parameters and buffers (a
+    ``TorchGraph.graph_module``'s: the program's parameters, buffers and constants)."""
+    storages = {}
+    for tensor in (*graph_module.parameters(), *graph_module.buffers()):
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+def first_line(exc: BaseException) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."

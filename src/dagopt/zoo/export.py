@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import dagopt
 from dagopt.errors import GraphError, InputError
@@ -192,7 +192,9 @@ def export_zoo(
     start = time.perf_counter()
     exported = build_zoo_module(name, size, mode, **variant).torch_graph
     seconds = time.perf_counter() - start
-    param_bytes = _state_bytes(exported.graph_module)
+    from dagopt.io.torch import state_bytes
+
+    param_bytes = state_bytes(exported.graph_module)
     document = graph_to_node_link(exported.graph)
     document["graph"]["zoo"] = {
         "model": name,
@@ -246,12 +248,3 @@ def _check(name: str, size: str, mode: str) -> None:
     check_size(size)
     if mode not in MODES:
         raise InputError(f"unknown mode {mode!r} (modes: {', '.join(MODES)})")
-
-
-def _state_bytes(graph_module: Any) -> int:
-    """Bytes of the distinct storages of a graph module's parameters, buffers and constants."""
-    storages = {}
-    for tensor in (*graph_module.parameters(), *graph_module.buffers()):
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-    return sum(storages.values())

@@ -1,0 +1,117 @@
+"""``dagopt measure``: run a saved PyTorch program's graph for real in orders and print
+the predicted and measured peaks; the order files and the table it shares with
+``dagopt zoo measure``."""
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from dagopt.bench.timing import format_seconds
+from dagopt.cli.imports import ProgramArg, ProgramModeOption
+from dagopt.cli.output import console, err_console
+from dagopt.cli.torch_options import CoreAtenOption, Mode, SplitOutputsOption
+from dagopt.errors import InputError
+from dagopt.graph import Graph
+from dagopt.io import read_order
+
+if TYPE_CHECKING:
+    from dagopt.bench.realgraphs import RealRun
+
+OrdersArg = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        help="Order files (`dagopt schedule --out`) of this model's graph, read with the "
+        "same options.",
+        show_default=False,
+    ),
+]
+
+
+def check_order_paths(paths: list[Path] | None) -> list[Path]:
+    """The order files, each an existing file (checked before any export or run)."""
+    for path in paths or []:
+        if not path.is_file():
+            raise InputError(f"{path}: no such order file")
+    return list(paths or [])
+
+
+def labelled_orders(paths: list[Path], graph: Graph) -> list[tuple[str, np.ndarray]]:
+    """``(label, order)`` of each order file, which must be an order of ``graph``."""
+    labelled = []
+    for path in paths:
+        order_file = read_order(path, graph)
+        if order_file.graph and order_file.graph != graph.name:
+            raise InputError(f"{path}: an order of graph {order_file.graph!r}, not {graph.name!r}")
+        labelled.append((f"{path.name} ({order_file.method or '?'})", order_file.order))
+    return labelled
+
+
+def print_runs(title: str, runs: list["RealRun"]) -> None:
+    """Each run's predicted and measured MB, their difference, and the measured change
+    from the first run (the traced order) and, when there is one, from eager PyTorch."""
+    from dagopt.bench.realgraphs import EAGER
+
+    eager = [run.measured for run in runs if run.label == EAGER]
+    table = Table(title=title)
+    for column in ("run", "predicted MB", "measured MB", "measured - predicted %"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    table.add_column("vs traced %", justify="right")
+    if eager:
+        table.add_column("vs eager %", justify="right")
+    base = runs[0].measured
+    for run in runs:
+        predicted = run.predicted
+        cells = [
+            Text(run.label if run.label != EAGER else "eager PyTorch"),
+            "-" if predicted is None else f"{predicted / 1e6:.3f}",
+            f"{run.measured / 1e6:.3f}",
+            "-" if predicted is None else f"{100 * (run.measured / predicted - 1):+.2f}",
+            f"{100 * (run.measured / base - 1):+.2f}",
+        ]
+        if eager:
+            cells.append(f"{100 * (run.measured / eager[0] - 1):+.2f}")
+        table.add_row(*cells)
+    console.print(table)
+
+
+def measure(
+    model: ProgramArg,
+    orders: OrdersArg = None,
+    mode: ProgramModeOption = Mode.inference,
+    split_outputs: SplitOutputsOption = False,
+    core_aten: CoreAtenOption = True,
+) -> None:
+    """Run a saved PyTorch program's graph for real on its saved example inputs, in its
+    own order and in each ORDER; print each run's predicted and measured peak.
+
+    Measured: live tensor storage of the real run (`docs/real_models.md`, "Measure");
+    predicted: the graph's peak with its outputs kept."""
+    from dagopt.bench.realgraphs import graph_runs
+    from dagopt.io.torch_program import read_exported_program
+
+    paths = check_order_paths(orders)
+    with err_console.status(f"reading {model}"):
+        start = time.perf_counter()
+        saved = read_exported_program(
+            model, mode=mode.value, split_outputs=split_outputs, core_aten=core_aten
+        )
+        read_seconds = time.perf_counter() - start
+    if saved.inputs is None:
+        raise InputError(f"{model}: the program has no saved example inputs to run it on")
+    graph = saved.torch_graph.graph
+    labelled = labelled_orders(paths, graph)
+    with err_console.status(f"running {graph.name}"):
+        start = time.perf_counter()
+        runs = graph_runs(saved.torch_graph, saved.inputs, labelled)
+        run_seconds = time.perf_counter() - start
+    title = f"{graph.name}: {graph.num_nodes} nodes, peaks with graph outputs kept"
+    print_runs(title, runs)
+    console.print(
+        f"read {format_seconds(read_seconds)} s, runs {format_seconds(run_seconds)} s",
+        markup=False,
+    )

@@ -1,0 +1,262 @@
+"""Saved PyTorch programs (``torch.export.save``, ``.pt2``): graphs in, reordered programs out.
+
+A ``.pt2`` archive holds an ``ExportedProgram``: its ATen graph, its weights and the
+example inputs it was exported with. ``read_exported_program`` reads it as the
+``TorchGraph`` of the program as saved (``mode="inference"``: the forward, with the
+train/eval behaviour it was exported with), or of the joint forward + backward graph
+of that forward (``mode="training"``, traced again on the saved example inputs), by
+the importer's rules (``dagopt.io.torch``). ``write_exported_program`` writes the
+program with its operators in a dagopt order, so ``torch.export.load(path).module()``
+runs that order (``docs/real_models.md``, "Saved programs").
+"""
+
+import heapq
+import io
+import logging
+import os
+import re
+import warnings
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dagopt.errors import DagoptWarning, InputError
+from dagopt.graph import validate_order
+from dagopt.io.atomic import write_bytes_atomic
+from dagopt.io.torch import (
+    DROPOUTS,
+    Mode,
+    TorchGraph,
+    export_program,
+    first_line,
+    graph_from_program,
+    is_output_share,
+    quiet,
+)
+
+#: Operators whose ``training`` argument (at this position) says whether a saved
+#: forward normalises with batch statistics (train mode) or running ones (eval mode).
+_BATCH_NORMS = {torch.ops.aten.batch_norm.default: 5, torch.ops.aten.native_batch_norm.default: 5}
+
+
+@dataclass(frozen=True)
+class SavedProgram:
+    """A ``.pt2`` file read as a graph.
+
+    ``torch_graph.graph`` is named ``<file stem>-<mode>``; ``inputs`` are the example
+    inputs saved with the program (positional tensors), or ``None`` if it has none;
+    ``torch_graph.program`` is the program as saved (inference) or its joint forward +
+    backward program (training).
+    """
+
+    torch_graph: TorchGraph
+    inputs: tuple[torch.Tensor, ...] | None
+    path: Path
+
+
+def read_exported_program(
+    path: str | os.PathLike,
+    *,
+    mode: Mode = "inference",
+    split_outputs: bool = False,
+    core_aten: bool = True,
+) -> SavedProgram:
+    """Read the ``ExportedProgram`` saved in ``path`` (``torch.export.save``) as a graph.
+
+    ``mode="inference"`` takes the saved graph as it is. ``mode="training"`` exports the
+    joint forward + backward graph of the saved forward on its saved example inputs, as
+    ``graph_from_module(mode="training")`` does for a module (``split_outputs`` and
+    ``core_aten`` are its options); the forward keeps the train/eval behaviour it was
+    saved with (a ``DagoptWarning`` says when its dropouts or batch norms are in eval
+    mode). A missing or unreadable file, a program without example inputs (training)
+    or one the importer cannot read is one ``InputError``.
+    """
+    if mode not in ("inference", "training"):
+        raise InputError(f"mode must be 'inference' or 'training', got {mode!r}")
+    file = Path(path)
+    program = _load(file)
+    inputs = _saved_inputs(program, file)
+    label = f"{file.stem}-{mode}"
+    if mode == "training":
+        if inputs is None:
+            raise InputError(
+                f"{file}: the program has no positional example inputs, which a training "
+                "graph is traced on (torch.export.save keeps those export was given)"
+            )
+        if _in_eval_mode(program):
+            warnings.warn(
+                f"{file}: the saved forward runs dropout or batch norm in eval mode; its "
+                "training graph differentiates that forward (export the model in train "
+                "mode for its training behaviour)",
+                DagoptWarning,
+                stacklevel=2,
+            )
+        program = export_program(program.module(), inputs, "training", label, core_aten)
+    torch_graph = graph_from_program(program, mode, label, split_outputs, core_aten)
+    return SavedProgram(torch_graph=torch_graph, inputs=inputs, path=file)
+
+
+def write_exported_program(
+    saved: SavedProgram, order: Sequence[int] | np.ndarray, path: str | os.PathLike
+) -> Path:
+    """Save the program of ``saved`` (read in inference mode) with its operators in
+    ``order``, a topological order of its graph (else ``OrderError``), replacing
+    ``path`` atomically; returns ``path``.
+
+    Operators the graph leaves out (eval-mode dropouts, which return their input;
+    metadata asserts; operators whose result nothing reads) run as soon as their
+    inputs are computed, and the share nodes of ``split_outputs`` are skipped (their
+    operator creates the storage). Every data dependency is kept, so the program
+    computes the same values; its placeholders and output stay first and last.
+    """
+    torch_graph = saved.torch_graph
+    if torch_graph.mode != "inference":
+        raise InputError(
+            "only a program read as saved (inference mode) is written back; a training "
+            "graph's order runs through dagopt.integrations.TrainingStep"
+        )
+    graph = torch_graph.graph
+    order = validate_order(graph, order)
+    rank = {
+        graph.names[v]: step
+        for step, v in enumerate(order.tolist())
+        if graph.op[v] not in ("input", "output") and not is_output_share(graph.names[v])
+    }
+    program = _load(saved.path)
+    fx_graph = program.graph_module.graph
+    output = fx_graph.output_node()
+    for node in _in_rank_order(fx_graph, rank):
+        output.prepend(node)
+    fx_graph.lint()
+    program.graph_module.recompile()
+    buffer = io.BytesIO()
+    with quiet():
+        torch.export.save(program, buffer)
+    return write_bytes_atomic(path, buffer.getvalue())
+
+
+def _in_rank_order(fx_graph: torch.fx.Graph, rank: dict[str, int]) -> list[torch.fx.Node]:
+    """The graph's ``call_function`` nodes in a topological order that runs the ranked
+    ones by rank and every unranked one as soon as its inputs have run (Kahn's
+    algorithm with those priorities)."""
+    calls = [node for node in fx_graph.nodes if node.op == "call_function"]
+    missing = set(rank) - {node.name for node in calls}
+    if missing:
+        raise InputError(f"the program has no operator {sorted(missing)[0]!r} of the order")
+    waiting = {node: sum(u.op == "call_function" for u in node.all_input_nodes) for node in calls}
+    ready: list[tuple[int, int, torch.fx.Node]] = []
+    position = {node: i for i, node in enumerate(calls)}
+
+    def push(node: torch.fx.Node) -> None:
+        heapq.heappush(ready, (rank.get(node.name, -1), position[node], node))
+
+    for node in calls:
+        if waiting[node] == 0:
+            push(node)
+    placed: list[torch.fx.Node] = []
+    while ready:
+        _, _, node = heapq.heappop(ready)
+        placed.append(node)
+        for user in node.users:
+            if user in waiting:
+                waiting[user] -= 1
+                if waiting[user] == 0:
+                    push(user)
+    ranked = [node.name for node in placed if node.name in rank]
+    if ranked != sorted(rank, key=rank.__getitem__):
+        raise InputError("the order does not follow the saved program's data dependencies")
+    return placed
+
+
+def _load(file: Path) -> torch.export.ExportedProgram:
+    """``torch.export.load``; every failure is one ``InputError``."""
+    if file.is_dir():
+        raise InputError(f"{file}: is a directory, not a saved program")
+    if not file.is_file():
+        raise InputError(f"{file}: no such file")
+    if not zipfile.is_zipfile(file):
+        raise InputError(f"{file}: not a torch.export program (not a zip archive)")
+    capture = _LoadErrors()
+    try:
+        with quiet(), capture:
+            return torch.export.load(file)
+    except Exception as exc:  # the loader raises many types for a foreign or broken archive
+        reason = _reason(capture.errors[0] if capture.errors else exc)
+        raise InputError(f"{file}: torch.export cannot load it: {reason}") from None
+
+
+class _LoadErrors(logging.Handler):
+    """The exceptions ``torch.export.load`` logs (with a traceback) before it raises a
+    generic "error when deserializing the saved file" that names none of them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.errors: list[BaseException] = []
+        self.logger = logging.getLogger("torch.export")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
+
+    def __enter__(self) -> "_LoadErrors":
+        self.saved = (self.logger.level, self.logger.propagate)
+        self.logger.setLevel(logging.WARNING)
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.logger.removeHandler(self)
+        level, self.logger.propagate = self.saved
+        self.logger.setLevel(level)
+
+
+def _reason(exc: BaseException) -> str:
+    """One line for a load failure; a node the deserializer failed on is named by its
+    operator (its message would print the whole serialized node)."""
+    node = re.match(r"Failed deserializing node Node\(target='([^']+)'", str(exc))
+    if node is not None:
+        return f"its {node[1]} node does not deserialize (a torch.export limitation)"
+    return first_line(exc)
+
+
+def _saved_inputs(
+    program: torch.export.ExportedProgram, file: Path
+) -> tuple[torch.Tensor, ...] | None:
+    """The positional example inputs saved with ``program``; ``None`` if there are none.
+    Keyword or non-tensor example inputs are an ``InputError``."""
+    if program.example_inputs is None:
+        return None
+    args, kwargs = program.example_inputs
+    if kwargs:
+        raise InputError(
+            f"{file}: the program takes keyword inputs ({', '.join(kwargs)}); "
+            "export it with positional ones"
+        )
+    for i, value in enumerate(args):
+        if not isinstance(value, torch.Tensor):
+            raise InputError(
+                f"{file}: example input #{i} is a {type(value).__name__}, not a tensor"
+            )
+    return tuple(args)
+
+
+def _in_eval_mode(program: torch.export.ExportedProgram) -> bool:
+    """Whether a dropout or batch norm of the saved forward runs in eval mode."""
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        if node.target in DROPOUTS:
+            train = node.kwargs["train"] if "train" in node.kwargs else node.args[2]
+            if not train:
+                return True
+        index = _BATCH_NORMS.get(node.target)
+        if index is not None and not node.args[index]:
+            return True
+        if node.target is torch.ops.aten._native_batch_norm_legit_no_training.default:
+            return True
+    return False
