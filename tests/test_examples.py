@@ -32,6 +32,7 @@ def test_every_example_script_is_tested():
     tested = {
         "make_small_cnn.py",
         "order_layered_graph.py",
+        "order_saved_program.py",
         "place_model.py",
         "place_with_hsdag.py",
         "rank_and_tune.py",
@@ -47,6 +48,17 @@ def test_order_layered_graph_saves_the_best_order(tmp_path):
     saved = json.loads((tmp_path / "o.json").read_text())
     best = out.split("best: ")[1].split(",")[0]
     assert saved["method"] == best and len(saved["order"]) == 40
+
+
+def test_ordering_a_saved_program_lowers_the_measured_peaks_of_its_runs(tmp_path):
+    out = run_example("order_saved_program.py", "--time-limit", "1", cwd=tmp_path)
+    inference, training = out.split("training graph: ")
+    assert "same outputs: True" in inference
+    for part in (inference, training):
+        assert float(part.split("change: ")[1].split(" %")[0]) < -5.0
+        measured, predicted = part.split("order")[-1].split(" MB measured, ")
+        assert measured.split()[-1] == predicted.split()[0]  # the run is the prediction
+    assert (tmp_path / "model.ordered.pt2").is_file()
 
 
 def test_training_in_a_dagopt_order_matches_eager_with_less_memory(tmp_path):

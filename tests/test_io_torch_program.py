@@ -149,6 +149,13 @@ def test_bad_programs_and_orders_are_input_errors(branches, tmp_path):
     with pytest.raises(InputError, match="keyword inputs"):
         read_exported_program(keyword)
 
+    dynamic = tmp_path / "dynamic.pt2"
+    batch = torch.export.Dim("batch")
+    program = torch.export.export(module, inputs, dynamic_shapes=({0: batch},))
+    torch.export.save(program, dynamic)
+    with pytest.raises(InputError, match="dynamic shapes"):
+        read_exported_program(dynamic)
+
     program = read_exported_program(path)
     graph = program.torch_graph.graph
     with pytest.raises(OrderError):

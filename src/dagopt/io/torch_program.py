@@ -79,25 +79,47 @@ def read_exported_program(
         raise InputError(f"mode must be 'inference' or 'training', got {mode!r}")
     file = Path(path)
     program = _load(file)
+    if program.range_constraints:
+        symbols = ", ".join(sorted(str(symbol) for symbol in program.range_constraints))
+        raise InputError(
+            f"{file}: the program was exported with dynamic shapes ({symbols}); the graph "
+            "needs static sizes: export it without dynamic_shapes"
+        )
     inputs = _saved_inputs(program, file)
-    label = f"{file.stem}-{mode}"
+    try:
+        torch_graph = _torch_graph(
+            program, inputs, f"{file.stem}-{mode}", mode, split_outputs, core_aten
+        )
+    except InputError as exc:
+        raise InputError(f"{file}: {exc}") from None
+    return SavedProgram(torch_graph=torch_graph, inputs=inputs, path=file)
+
+
+def _torch_graph(
+    program: torch.export.ExportedProgram,
+    inputs: tuple[torch.Tensor, ...] | None,
+    name: str,
+    mode: Mode,
+    split_outputs: bool,
+    core_aten: bool,
+) -> TorchGraph:
+    """The graph ``read_exported_program`` reads, named ``name``."""
     if mode == "training":
         if inputs is None:
             raise InputError(
-                f"{file}: the program has no positional example inputs, which a training "
-                "graph is traced on (torch.export.save keeps those export was given)"
+                "the program has no positional example inputs, which a training graph is "
+                "traced on (torch.export.save keeps those export was given)"
             )
         if _in_eval_mode(program):
             warnings.warn(
-                f"{file}: the saved forward runs dropout or batch norm in eval mode; its "
-                "training graph differentiates that forward (export the model in train "
-                "mode for its training behaviour)",
+                "the saved forward runs dropout or batch norm in eval mode; its training "
+                "graph differentiates that forward (export the model in train mode for its "
+                "training behaviour)",
                 DagoptWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        program = export_program(program.module(), inputs, "training", label, core_aten)
-    torch_graph = graph_from_program(program, mode, label, split_outputs, core_aten)
-    return SavedProgram(torch_graph=torch_graph, inputs=inputs, path=file)
+        program = export_program(program.module(), inputs, "training", name, core_aten)
+    return graph_from_program(program, mode, name, split_outputs, core_aten)
 
 
 def write_exported_program(
