@@ -311,3 +311,25 @@ def test_export_sweep_predicts_split_training_graphs_exactly(tmp_path, capsys):
         script.run_script(lambda: script.main(["--models", "Bert"]))
     assert exit_info.value.code == 2
     assert "unknown architectures ['Bert']" in capsys.readouterr().err
+
+
+def test_saved_programs_run_their_orders_as_predicted(capsys):
+    """``saved_programs.py`` on SqueezeNet 1.1: the eval-mode file and the file written
+    back in ``anytime``'s order, and the training graph of the train-mode file in both
+    orders, each measure exactly their predicted peak; an unknown model is one
+    ``error:`` line and exit 2."""
+    script = load(SCRIPTS[0].parent / "saved_programs.py")
+    assert script.main(["--models", "squeezenet-1.1", "--time-limit", "0.5"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()]
+    rows = [row for row in rows if row[0] == "| squeezenet-1.1"]
+    assert [row[1] for row in rows] == [
+        "inference (.pt2 files run)",
+        "training, split (joint graph run)",
+    ]
+    for row in rows:
+        assert row[5] == row[6] and row[7] == row[8], row  # predicted = measured
+        assert float(row[9].rstrip(" |")) <= 0.0
+    with pytest.raises(SystemExit) as exit_info:
+        script.run_script(lambda: script.main(["--models", "alexnet"]))
+    assert exit_info.value.code == 2
+    assert "alexnet" in capsys.readouterr().err
