@@ -40,7 +40,11 @@ from dagopt.io.torch import (
 
 #: Operators whose ``training`` argument (at this position) says whether a saved
 #: forward normalises with batch statistics (train mode) or running ones (eval mode).
-_BATCH_NORMS = {torch.ops.aten.batch_norm.default: 5, torch.ops.aten.native_batch_norm.default: 5}
+_BATCH_NORMS = {
+    torch.ops.aten.batch_norm.default: 5,
+    torch.ops.aten.native_batch_norm.default: 5,
+    torch.ops.aten._native_batch_norm_legit.default: 5,
+}
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,8 @@ def write_exported_program(
     if torch_graph.mode != "inference":
         raise InputError(
             "only a program read as saved (inference mode) is written back; a training "
-            "graph's order runs through dagopt.integrations.TrainingStep"
+            "graph runs in an order as reorder(saved.torch_graph, order) "
+            "(dagopt.integrations.torch)"
         )
     graph = torch_graph.graph
     order = validate_order(graph, order)
