@@ -23,7 +23,8 @@ runner = CliRunner()
 
 class Branches(torch.nn.Module):
     """Two wide branches that the traced order computes side by side: running one
-    branch to its end before the other lowers the peak."""
+    branch to its end before the other lowers the peak. Views and an in-place ReLU
+    allocate nothing, in the graph as in a run."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -32,7 +33,8 @@ class Branches(torch.nn.Module):
         self.drop = torch.nn.Dropout(0.5)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        wide = [self.drop(torch.relu(up(x))) for up in self.up]
+        wide = [self.drop(torch.relu_(up(x))) for up in self.up]
+        wide = [w.view(-1, 16, 16).transpose(1, 2).transpose(1, 2).view(-1, 256) for w in wide]
         return self.down[0](wide[0]) + self.down[1](wide[1])
 
 
@@ -80,6 +82,25 @@ def test_a_saved_program_reads_as_graph_from_module_reads_the_module(branches):
     assert len(program.inputs) == 1 and torch.equal(program.inputs[0], inputs[0])
     assert_same_graph(program.torch_graph.graph, graph_from_module(module, inputs).graph)
     assert load(path).names == program.torch_graph.graph.names
+
+
+def test_views_and_in_place_results_of_a_loaded_program_are_aliases(tmp_path):
+    """``torch.export.load`` gives each node a fake value of its own storage; read as
+    saved, an attention layer's views, transposes and in-place results still allocate
+    nothing, as in the graph of the module."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, dropout=0.1, batch_first=True)
+    inputs = (torch.randn(2, 8, 32),)
+    with torch.no_grad():
+        path = saved(layer, inputs, tmp_path / "layer.pt2")
+        expected = graph_from_module(layer, inputs).graph
+    program = read_exported_program(path)
+    graph = program.torch_graph.graph
+    assert_same_graph(graph, expected)
+    views = [
+        v for v, op in enumerate(graph.op) if op in ("aten.view.default", "aten.transpose.int")
+    ]
+    assert views and not graph.mem[views].any()
 
 
 def test_a_written_program_runs_the_order_and_its_measured_peak_is_the_predicted_one(

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.export.graph_signature import InputKind
+from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from dagopt.errors import DagoptWarning, InputError
 from dagopt.graph import validate_order
@@ -123,7 +126,47 @@ def _torch_graph(
                 stacklevel=3,
             )
         program = export_program(program.module(), inputs, "training", name, core_aten)
+    else:
+        _propagate_fake_values(program, inputs)
     return graph_from_program(program, mode, name, split_outputs, core_aten)
+
+
+def _propagate_fake_values(
+    program: torch.export.ExportedProgram, inputs: tuple[torch.Tensor, ...] | None
+) -> None:
+    """Compute the fake values (``node.meta["val"]``) of a loaded program's nodes again.
+
+    ``torch.export.load`` gives every node a fake tensor of its own storage, so a view
+    or an in-place result no longer shares its input's storage, which is how the
+    importer tells an alias from an allocation. Running the graph on fake copies of its
+    parameters, buffers, constants and example inputs (``FakeTensorProp``) makes each
+    value share storage exactly as the real tensors do, as export's own values did.
+    An input without an example gets a fresh tensor of its recorded shape and strides.
+    """
+    mode = FakeTensorMode()
+    given = iter(inputs or ())
+    args = []
+    for spec, node in zip(program.graph_signature.input_specs, _placeholders(program), strict=True):
+        if spec.kind == InputKind.USER_INPUT:
+            value = next(given, None)
+            if value is None:
+                recorded = node.meta["val"]
+                with mode:
+                    args.append(
+                        torch.empty_strided(recorded.shape, recorded.stride(), dtype=recorded.dtype)
+                    )
+                continue
+        elif spec.target in program.state_dict:
+            value = program.state_dict[spec.target]
+        else:
+            value = program.constants[spec.target]
+        args.append(mode.from_tensor(value))
+    with quiet():
+        FakeTensorProp(program.graph_module, mode).propagate_dont_convert_inputs(*args)
+
+
+def _placeholders(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
+    return [node for node in program.graph.nodes if node.op == "placeholder"]
 
 
 def write_exported_program(
