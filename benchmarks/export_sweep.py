@@ -10,12 +10,16 @@ Each architecture is built from its ``transformers`` configuration at a small si
 times: inference, training with joint operator outputs (the default) and training with
 ``split_outputs=True`` (``docs/real_models.md``). For each graph: its nodes, the traced
 order's predicted peak (``peak_memory``, outputs kept) and the peak measured on a real
-CPU run of the graph module in that order (``measure_peak``). An architecture that
+CPU run of the graph module in that order (``measure_peak``). A fourth row goes through
+a file: the eval-mode program saved with ``torch.export.save``, read back, written back
+in its traced order and run from disk (``measure_saved``). An architecture that
 ``torch.export`` cannot trace is a row with export's one-line error, and the script
 goes on. None of these architectures is in the zoo, and no method was tuned on them.
 """
 
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -206,6 +210,7 @@ VARIANTS = (
     ("inference", "inference", False),
     ("training, joint", "training", False),
     ("training, split", "training", True),
+    ("inference, saved .pt2", "saved", False),
 )
 
 
@@ -237,12 +242,15 @@ def build(architecture: Architecture) -> tuple[Any, tuple[Any, ...]]:
 
 
 def measure(architecture: Architecture, mode: str, split: bool) -> tuple[int, float, float]:
-    """Nodes, predicted and measured peak (bytes) of the traced order of one export."""
+    """Nodes, predicted and measured peak (bytes) of the traced order of one export
+    (``mode="saved"``: ``measure_saved``)."""
     import torch
 
     from dagopt.bench.realgraphs import predicted_and_measured
     from dagopt.io.torch import graph_from_module
 
+    if mode == "saved":
+        return measure_saved(architecture)
     module, inputs = build(architecture)
     with torch.no_grad() if mode == "inference" else torch.enable_grad():
         exported = graph_from_module(
@@ -251,6 +259,30 @@ def measure(architecture: Architecture, mode: str, split: bool) -> tuple[int, fl
     nodes = exported.graph.num_nodes
     predicted, measured = predicted_and_measured(exported, inputs, np.arange(nodes))
     return nodes, predicted, measured
+
+
+def measure_saved(architecture: Architecture) -> tuple[int, float, float]:
+    """The eval-mode program saved with ``torch.export.save``, read back
+    (``read_exported_program``), written back in its traced order
+    (``write_exported_program``) and run from that file (``torch.export.load(...).module()``):
+    nodes, predicted and measured peak (bytes)."""
+    import torch
+
+    from dagopt.integrations.torch import measure_peak
+    from dagopt.io.torch_program import read_exported_program, write_exported_program
+    from dagopt.objectives import peak_memory
+
+    module, inputs = build(architecture)
+    with tempfile.TemporaryDirectory() as folder:
+        saved_path, written_path = Path(folder, "saved.pt2"), Path(folder, "written.pt2")
+        with torch.no_grad():
+            torch.export.save(torch.export.export(module.eval(), inputs), saved_path)
+        saved = read_exported_program(saved_path)
+        graph = saved.torch_graph.graph
+        traced = np.arange(graph.num_nodes)
+        write_exported_program(saved, traced, written_path)
+        measured = measure_peak(torch.export.load(written_path).module(), inputs).peak
+    return graph.num_nodes, peak_memory(graph, traced, keep_outputs=True), measured
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -292,11 +292,12 @@ def test_remeasure_compares_two_timings_of_the_same_programs(tmp_path, capsys):
 
 
 def test_export_sweep_predicts_split_training_graphs_exactly(tmp_path, capsys):
-    """``export_sweep.py`` on SqueezeBERT (grouped 1-D convolutions): the inference graph
-    and the split training graph predict the measured peak of their traced order
-    exactly, the joint training graph above it (its convolution backward and batch
-    norm tuples hold their activations with outputs kept to the end); the table is
-    also written to ``--out``, and an unknown architecture is one ``error:`` line and exit 2."""
+    """``export_sweep.py`` on SqueezeBERT (grouped 1-D convolutions): the inference graph,
+    the split training graph and the saved program written back and run from its file
+    predict the measured peak of their traced order exactly, the joint training graph
+    above it (its convolution backward and batch norm tuples hold their activations
+    with outputs kept to the end); the table is also written to ``--out``, and an
+    unknown architecture is one ``error:`` line and exit 2."""
     script = load(SCRIPTS[0].parent / "export_sweep.py")
     out = tmp_path / "sweep.md"
     assert script.main(["--models", "SqueezeBert", "--out", str(out)]) == 0
@@ -304,6 +305,7 @@ def test_export_sweep_predicts_split_training_graphs_exactly(tmp_path, capsys):
     rows = [line.split(" | ") for line in printed.splitlines() if line.startswith("| Squeeze")]
     gaps = {row[1]: float(row[5].rstrip(" |")) for row in rows}
     assert gaps["inference"] == 0.0 and gaps["training, split"] == 0.0
+    assert gaps["inference, saved .pt2"] == 0.0
     assert gaps["training, joint"] > 1.0
     assert out.read_text().splitlines()[2].startswith("| SqueezeBert | inference |")
     assert "training, split: predicted = measured (within 0.01 %) on 1 of 1" in printed

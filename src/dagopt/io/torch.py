@@ -422,8 +422,14 @@ def _runnable(
             continue  # a no-op check left by ``.to(dtype)``; it computes nothing
         else:
             env[node] = graph.node_copy(node, env.__getitem__)
-    graph.eliminate_dead_code(is_impure_node=lambda n: n.op != "call_function" or n.is_impure())
+    graph.eliminate_dead_code(is_impure_node=kept_when_dead)
     return torch.fx.GraphModule(root, graph), aliases
+
+
+def kept_when_dead(node: torch.fx.Node) -> bool:
+    """Whether dead code elimination keeps ``node`` when nothing reads its result: every
+    node but an operator call, and an operator that writes or has another side effect."""
+    return node.op != "call_function" or node.is_impure()
 
 
 def _eager_identity(node: torch.fx.Node) -> bool:

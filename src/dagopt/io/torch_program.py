@@ -38,6 +38,7 @@ from dagopt.io.torch import (
     first_line,
     graph_from_program,
     is_output_share,
+    kept_when_dead,
     quiet,
 )
 
@@ -176,11 +177,13 @@ def write_exported_program(
     ``order``, a topological order of its graph (else ``OrderError``), replacing
     ``path`` atomically; returns ``path``.
 
-    Operators the graph leaves out (eval-mode dropouts, which return their input;
-    metadata asserts; operators whose result nothing reads) run as soon as their
-    inputs are computed, and the share nodes of ``split_outputs`` are skipped (their
-    operator creates the storage). Every data dependency is kept, so the program
-    computes the same values; its placeholders and output stay first and last.
+    Operators whose result nothing reads and that write nothing are dropped, as the
+    graph drops them (``torch.fx``'s dead code elimination); the other operators the
+    graph leaves out (eval-mode dropouts, which return their input; metadata asserts)
+    run as soon as their inputs are computed, and the share nodes of ``split_outputs``
+    are skipped (their operator creates the storage). Every data dependency is kept,
+    so the program computes the same outputs; its placeholders and output stay first
+    and last.
     """
     torch_graph = saved.torch_graph
     if torch_graph.mode != "inference":
@@ -198,6 +201,7 @@ def write_exported_program(
     }
     program = _load(saved.path)
     fx_graph = program.graph_module.graph
+    fx_graph.eliminate_dead_code(is_impure_node=kept_when_dead)
     output = fx_graph.output_node()
     for node in _in_rank_order(fx_graph, rank):
         output.prepend(node)
