@@ -25,7 +25,12 @@ from pathlib import Path
 import numpy as np
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_float, run_script, script_parser
+from dagopt.bench.script import (
+    add_zoo_search_options,
+    check_zoo_models,
+    run_script,
+    script_parser,
+)
 
 MODELS = ("resnet-50", "mobilenet-v2", "inception-v3", "swin-tiny", "gpt2", "bert-base")
 HEADER = (
@@ -106,13 +111,9 @@ def _rows(name: str, time_limit: float, folder: Path) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
-    parser.add_argument("--models", nargs="+", default=list(MODELS), help="zoo models")
-    parser.add_argument("--time-limit", type=positive_float, default=10.0, help="anytime, s")
+    add_zoo_search_options(parser, MODELS)
     args = parser.parse_args(argv)
-    from dagopt.zoo import get_model
-
-    for name in args.models:
-        get_model(name)  # an unknown name stops here, before any export
+    check_zoo_models(args.models)
     print(markdown_row(list(HEADER)))
     print(markdown_rule("ll" + "r" * (len(HEADER) - 2)))
     with tempfile.TemporaryDirectory() as folder:

@@ -32,7 +32,13 @@ import numpy as np
 import torch
 
 from dagopt.bench.markdown import markdown_row, markdown_rule
-from dagopt.bench.script import positive_float, positive_int, run_script, script_parser
+from dagopt.bench.script import (
+    add_zoo_search_options,
+    check_zoo_models,
+    positive_int,
+    run_script,
+    script_parser,
+)
 from dagopt.integrations.torch import eager_training_step
 
 HEADER = (
@@ -148,14 +154,12 @@ def _row(name: str, time_limit: float, repeats: int) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
-    from dagopt.zoo import get_model, model_names
+    from dagopt.zoo import model_names
 
-    parser.add_argument("--models", nargs="+", default=model_names(), help="zoo models")
-    parser.add_argument("--time-limit", type=positive_float, default=10.0, help="anytime, s")
+    add_zoo_search_options(parser, model_names())
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed steps of each")
     args = parser.parse_args(argv)
-    for name in args.models:
-        get_model(name)  # an unknown name stops here, before any export
+    check_zoo_models(args.models)
     print(markdown_row(list(HEADER)))
     print(markdown_rule("ll" + "r" * (len(HEADER) - 2)))
     changes: dict[str, list[float]] = {"core": [], "ops": []}

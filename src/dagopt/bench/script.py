@@ -8,8 +8,10 @@ otherwise. ``script_parser`` describes a script by its docstring. ``positive_int
 ``non_negative_int`` are ``argparse`` types for counts, so that ``--graphs 0`` is
 refused up front instead of printing an empty table; ``positive_float`` one for time
 limits, ``pattern`` one for regular expressions, ``zoo_graph_key`` one for zoo graph
-keys. ``claim_results`` keeps a script that resumes from its ``--out`` from mixing
-results of other options into a new table.
+keys; ``add_zoo_search_options`` and ``check_zoo_models`` are the ``--models`` and
+``--time-limit`` of the scripts that order zoo models with ``anytime``.
+``claim_results`` keeps a script that resumes from its ``--out`` from mixing results of
+other options into a new table.
 """
 
 import argparse
@@ -17,7 +19,7 @@ import json
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -151,6 +153,21 @@ def claim_results(out: Path, options: dict[str, Any], *, fresh: bool = False) ->
         return True
     write_text_atomic(record, json.dumps(given, indent=1) + "\n")
     return False
+
+
+def add_zoo_search_options(parser: argparse.ArgumentParser, models: Sequence[str]) -> None:
+    """``--models`` (zoo model names, ``models`` by default) and ``--time-limit`` (seconds
+    of ``anytime``, 10 by default)."""
+    parser.add_argument("--models", nargs="+", default=list(models), help="zoo models")
+    parser.add_argument("--time-limit", type=positive_float, default=10.0, help="anytime, s")
+
+
+def check_zoo_models(names: Sequence[str]) -> None:
+    """An unknown zoo model name is an ``InputError`` here, before any export."""
+    from dagopt.zoo import get_model
+
+    for name in names:
+        get_model(name)
 
 
 def run_script(main: Callable[[], int | None]) -> NoReturn:

@@ -24,6 +24,10 @@ ProgramArg = Annotated[
     Path,
     typer.Argument(metavar="MODEL", help="Saved PyTorch program (.pt2, torch.export.save)."),
 ]
+OrderArg = Annotated[
+    Path,
+    typer.Argument(metavar="ORDER", help="Order file for the graph `dagopt import MODEL` writes."),
+]
 ProgramModeOption = Annotated[
     Mode,
     typer.Option(
@@ -100,12 +104,7 @@ def import_model(
 
 def export_onnx(
     model: Annotated[Path, typer.Argument(metavar="MODEL", help="ONNX model (.onnx).")],
-    order_path: Annotated[
-        Path,
-        typer.Argument(
-            metavar="ORDER", help="Order file for the graph `dagopt import MODEL` writes."
-        ),
-    ],
+    order_path: OrderArg,
     out: Annotated[
         Path,
         typer.Option(
@@ -129,12 +128,7 @@ def export_onnx(
 
 def export_pt2(
     model: ProgramArg,
-    order_path: Annotated[
-        Path,
-        typer.Argument(
-            metavar="ORDER", help="Order file for the graph `dagopt import MODEL` writes."
-        ),
-    ],
+    order_path: OrderArg,
     out: Annotated[
         Path,
         typer.Option(
