@@ -4,17 +4,17 @@
     python benchmarks/hsdag_profile.py --shipped      # the CPU-only profiles in dagopt/data
     python benchmarks/hsdag_profile.py --refit p.json # the transfer fit again, from its copies
 
-Every op of the zoo model's PyTorch graph is timed alone on each device (median of 5
-runs after a warm-up), so is the whole graph on each device alone (to which
-``ProfiledLatency(calibrate=True)`` scales each device's op times), and the transfer cost
-``latency + bytes / bandwidth`` is fitted
-to ``.to`` copies of 1 KiB to 64 MiB between the devices
-(``dagopt.integrations.torch_latency.profile_torch``). ``--shipped`` re-measures the
-profiles shipped with dagopt: devices ``cpu,cpu`` (two CPU "devices" on the project's
-CPU-only machine; a copy between them is free), labelled as CPU-only profiles. On a
-GPU machine, ``--devices cpu,cuda:0`` measures the profile the paper's setting needs.
-``--refit`` rewrites a profile's transfer latency and bandwidth from the copies it
-recorded, with the current ``fit_transfer`` (no device needed).
+Every op of the PyTorch graph of the zoo model (paper 004's inputs for its three models)
+or of a saved program (``.pt2``, on its saved example inputs) is timed alone on each
+device (median of 5 runs after a warm-up), so is the whole graph on each device alone
+(to which ``ProfiledLatency(calibrate=True)`` scales each device's op times), and the
+transfer cost ``latency + bytes / bandwidth`` is fitted to ``.to`` copies of 1 KiB to 64
+MiB between the devices (``dagopt.integrations.torch_latency.profile_torch``).
+``--shipped`` re-measures the profiles shipped with dagopt: devices ``cpu,cpu`` (two CPU
+"devices" on the project's CPU-only machine; a copy between them is free), labelled as
+CPU-only profiles. On a GPU machine, ``--devices cpu,cuda:0`` measures the profile the
+paper's setting needs. ``--refit`` rewrites a profile's transfer latency and bandwidth
+from the copies it recorded, with the current ``fit_transfer`` (no device needed).
 """
 
 import time
@@ -22,18 +22,17 @@ from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
-from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, zoo_inputs
+from dagopt.bench.latency_envs import PAPER_MODELS, profile_name, torch_graph_of
 from dagopt.bench.script import run_script, script_parser
 from dagopt.integrations.torch_latency import profile_torch
-from dagopt.io.torch import graph_from_module
 from dagopt.objectives.latency import Profile, fit_transfer
 
 
 def measure(model: str, devices: list[str], out: Path, label: str) -> None:
-    module, inputs = zoo_inputs(model)
-    torch_graph = graph_from_module(module, inputs, name=model)
+    torch_graph, inputs = torch_graph_of(model, "profiled")
     began = time.perf_counter()
-    profile = profile_torch(torch_graph, devices, inputs, model=model, label=label)
+    name = Path(model).stem
+    profile = profile_torch(torch_graph, devices, inputs, model=name, label=label)
     seconds = [sum(row[k] for row in profile.seconds) for k in range(len(devices))]
     totals = ", ".join(
         f"{d} {1e3 * s:.2f} ms (whole graph {1e3 * w:.2f} ms)"
@@ -46,7 +45,7 @@ def measure(model: str, devices: list[str], out: Path, label: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
-    parser.add_argument("--model", choices=list(PAPER_MODELS))
+    parser.add_argument("--model", help="a zoo model or a saved PyTorch program (.pt2)")
     parser.add_argument("--devices", default="cpu,cpu")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--label", default=None)

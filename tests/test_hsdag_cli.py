@@ -1,6 +1,9 @@
 """``dagopt place MODEL --env ... --devices NAMES`` (paper 004's latency environments)."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -8,6 +11,8 @@ import torch
 from dagopt.generate.placement import generate_placement
 from dagopt.io import write_graph_json
 from test_cli import assert_user_error, dagopt
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -82,3 +87,32 @@ def test_cuda_without_a_gpu_is_a_one_line_error():
     result = dagopt("place", "resnet-50", "--method", "hsdag", "--env", "torch",
                     "--devices", "cpu,cuda:0")  # fmt: skip
     assert_user_error(result, "no such GPU")
+
+
+def test_a_saved_program_is_placed_on_measured_and_profiled_latency(tmp_path):
+    """A ``.pt2`` runs in ``--env torch`` on its saved example inputs (MEASURED), and in
+    ``--env profiled`` with a profile ``benchmarks/hsdag_profile.py`` measured of it."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    path = tmp_path / "mlp.pt2"
+    torch.export.save(torch.export.export(model.eval(), (torch.randn(2, 8),)), path)
+    out = tmp_path / "p.json"
+    result = dagopt("place", path, "--method", "hsdag", "--env", "torch", "--devices",
+                    "cpu,cpu", "--set", "episodes=2", "--set", "steps=2", "--out", out)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    document = json.loads(out.read_text())
+    assert document["environment"] == {
+        "env": "torch",
+        "devices": ["cpu", "cpu"],
+        "latency": "MEASURED",
+    }
+    assert document["graph"] == "mlp-inference"
+
+    script = ROOT / "benchmarks" / "hsdag_profile.py"
+    profile = tmp_path / "profile.json"
+    subprocess.run([sys.executable, script, "--model", path, "--devices", "cpu,cpu",
+                    "--out", profile], check=True, capture_output=True)  # fmt: skip
+    result = dagopt("place", path, "--method", "hsdag", "--env", "profiled", "--devices",
+                    "cpu,cpu", "--profile", profile, "--set", "episodes=2",
+                    "--set", "steps=2")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "PREDICTED from a profile" in result.stdout

@@ -1,18 +1,20 @@
 """Paper 004's models in a latency environment, from a name: what the CLI and the
 benchmarks place (``dagopt place MODEL --env ... --devices cpu,cuda:0``).
 
-``latency_env(model, env, devices)`` reads MODEL (a zoo name, an OpenVINO ``.xml``, or
-a graph file where the environment allows it) and builds the environment
+``latency_env(model, env, devices)`` reads MODEL (a zoo name, an OpenVINO ``.xml``, a
+saved PyTorch program ``.pt2``, or a graph file where the environment allows it) and
+builds the environment
 (``dagopt.objectives.latency``):
 
 - ``simulated``: the graph read through OpenVINO (a zoo name or ``.xml``) or a graph
   file, each op's seconds from the roofline of its device's kind (``cpu``; ``cuda:N``
   or ``gpu`` is a GPU), transfers over a PCIe-like link: SIMULATED numbers;
-- ``profiled``: the zoo model's PyTorch graph with a ``Profile``'s op times and fitted
-  transfer cost (``--profile``, by default the profile shipped for the model and
-  devices: ``cpu,cpu`` for the three benchmark models, measured on this project's
+- ``profiled``: the PyTorch graph of the zoo model or ``.pt2`` with a ``Profile``'s op
+  times and fitted transfer cost (``--profile``, by default the profile shipped for the
+  model and devices: ``cpu,cpu`` for the three benchmark models, measured on this project's
   CPU-only machine, and ``cpu,cuda:0``, measured on an H100 machine): PREDICTED numbers;
-- ``torch``: the zoo model's PyTorch graph run on the PyTorch devices: MEASURED;
+- ``torch``: the PyTorch graph of the zoo model or ``.pt2`` (on its saved example
+  inputs) run on the PyTorch devices: MEASURED;
 - ``openvino``: the zoo model (converted) or ``.xml`` on OpenVINO HETERO, devices
   ``cpu`` -> ``CPU`` and ``cuda:N`` / ``gpu`` -> ``GPU``; a second ``cpu`` is the CPU
   plugin registered again (``register_cpu_twice``): MEASURED.
@@ -28,13 +30,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
 from dagopt.objectives.latency import LatencyModel
+
+if TYPE_CHECKING:  # torch is imported only when a PyTorch environment is built
+    from dagopt.io.torch import TorchGraph
 
 ENVS = ("simulated", "profiled", "torch", "openvino")
 #: What each environment's numbers are (the label every table prints).
@@ -158,12 +163,23 @@ def _openvino_model(model: str) -> Any:
         return convert_openvino(module, example_input=inputs)
 
 
-def _torch_graph(model: str, env: str):
+def torch_graph_of(model: str, env: str) -> tuple["TorchGraph", tuple]:
+    """The PyTorch graph of a zoo model at paper 004's sizes, or of a saved program
+    (``.pt2``, as saved, on its saved example inputs), and the inputs it runs on."""
     from dagopt.io.torch import graph_from_module
 
+    if model.lower().endswith(".pt2"):
+        from dagopt.io.torch_program import read_exported_program
+
+        saved = read_exported_program(model)
+        if saved.inputs is None:
+            raise InputError(f"{model}: the {env} environment runs the program on its saved "
+                             "example inputs, and it has none")  # fmt: skip
+        return saved.torch_graph, saved.inputs
     if not is_zoo_model(model):
         raise InputError(
-            f"the {env} environment needs a zoo model (a PyTorch module), not {model!r}"
+            f"the {env} environment needs a zoo model or a saved PyTorch program (.pt2), "
+            f"not {model!r}"
         )
     module, inputs = zoo_inputs(model)
     return graph_from_module(module, inputs, name=model), inputs
@@ -232,7 +248,7 @@ def latency_env(
             graph = load(model)
         latency: LatencyModel = roofline_latency(graph, kinds, noise=noise, seed=seed)
     elif env == "profiled":
-        torch_graph, _ = _torch_graph(model, env)
+        torch_graph, _ = torch_graph_of(model, env)
         read = Profile.read(profile if profile is not None else default_profile(model, devices))
         if list(read.devices) != list(devices):
             raise InputError(
@@ -245,7 +261,7 @@ def latency_env(
         from dagopt.integrations.torch_latency import TorchLatency, check_torch_devices
 
         check_torch_devices(devices)  # before the (slow) export
-        torch_graph, inputs = _torch_graph(model, env)
+        torch_graph, inputs = torch_graph_of(model, env)
         latency = TorchLatency(torch_graph, devices, inputs)
     else:
         import openvino
