@@ -127,6 +127,26 @@ def test_a_written_program_runs_the_order_and_its_measured_peak_is_the_predicted
     assert "aten.exp.default" not in targets
 
 
+def test_a_core_aten_program_is_read_written_and_run_as_predicted(tmp_path):
+    """A program decomposed to core ATen before it was saved (``run_decompositions``:
+    batch norm's three outputs, max pooling's indices) reads, writes back and runs with
+    its measured peak the predicted one."""
+    torch.manual_seed(0)
+    module, inputs = BatchNormNet().eval(), (torch.randn(2, 3, 12, 12),)
+    with torch.no_grad():
+        program = torch.export.export(module, inputs).run_decompositions()
+    torch.export.save(program, tmp_path / "core.pt2")
+    saved = read_exported_program(tmp_path / "core.pt2")
+    graph = saved.torch_graph.graph
+    assert "aten.max_pool2d_with_indices.default" in graph.op
+    order = solve(graph, "random", seed=1, samples=1, keep_outputs=True).order
+    out = write_exported_program(saved, order, tmp_path / "ordered.pt2")
+    loaded = torch.export.load(out).module()
+    assert measure_peak(loaded, inputs).peak == peak_memory(graph, order, keep_outputs=True)
+    with torch.no_grad():
+        assert torch.equal(loaded(*inputs), module(*inputs))
+
+
 def test_training_graphs_of_a_saved_forward_are_those_of_the_module(tmp_path):
     torch.manual_seed(0)
     module, inputs = BatchNormNet(), (torch.randn(2, 3, 12, 12),)
