@@ -270,6 +270,7 @@ def test_cli_errors_are_one_line_with_exit_2(branches, tmp_path):
         (("export-pt2", tmp_path / "m.onnx", onnx_order, "--out", tmp_path / "r.pt2"), ".pt2"),
         (("export-pt2", path, onnx_order, "--out", tmp_path / "r.pt2"), "nope"),
         (("measure", path, tmp_path / "missing.json"), "no such order file"),
+        (("measure", tmp_path / "m.onnx"), "zoo measure"),
         (("measure", path, onnx_order), "nope"),
     ]
     for args, fragment in cases:

@@ -94,6 +94,11 @@ def measure(
     from dagopt.bench.realgraphs import graph_runs
     from dagopt.io.torch_program import read_exported_program
 
+    if model.suffix.lower() != ".pt2":
+        raise InputError(
+            f"{model}: measure runs saved PyTorch programs (.pt2); a zoo model runs with "
+            "`dagopt zoo measure`"
+        )
     paths = check_order_paths(orders)
     with err_console.status(f"reading {model}"):
         start = time.perf_counter()
