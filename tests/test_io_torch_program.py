@@ -284,3 +284,23 @@ def test_cli_errors_are_one_line_with_exit_2(branches, tmp_path):
             result.stderr,
         )
     assert not (tmp_path / "g.json").exists() and not (tmp_path / "r.pt2").exists()
+
+
+def test_a_program_that_does_not_run_on_fake_tensors_is_an_input_error(branches, monkeypatch):
+    """Recomputing a loaded program's values can fail (an operator without a fake-tensor
+    kernel): one ``InputError`` naming the file, not a traceback from inside torch."""
+    import dagopt.io.torch_program as torch_program
+
+    class NoFakeKernel:
+        def __init__(self, *args) -> None:
+            pass
+
+        def propagate_dont_convert_inputs(self, *args):
+            raise NotImplementedError("aten::foo has no fake kernel\nmore detail")
+
+    monkeypatch.setattr(torch_program, "FakeTensorProp", NoFakeKernel)
+    _, _, path = branches
+    with pytest.raises(
+        InputError, match=r"branches\.pt2: .*fake tensors: aten::foo has no fake kernel$"
+    ):
+        read_exported_program(path)

@@ -162,11 +162,15 @@ def _propagate_fake_values(
         else:
             value = program.constants[spec.target]
         args.append(mode.from_tensor(value))
-    with quiet():
-        FakeTensorProp(program.graph_module, mode).propagate_dont_convert_inputs(*args)
+    try:
+        with quiet():
+            FakeTensorProp(program.graph_module, mode).propagate_dont_convert_inputs(*args)
+    except Exception as exc:  # an operator without a fake-tensor kernel, a custom object...
+        raise InputError(f"the program does not run on fake tensors: {first_line(exc)}") from None
 
 
 def _placeholders(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
+    """The program's placeholder nodes, in the order of its signature's input specs."""
     return [node for node in program.graph.nodes if node.op == "placeholder"]
 
 
