@@ -242,12 +242,18 @@ def test_cli_import_schedule_export_and_measure_a_saved_program(branches, tmp_pa
         graph.names[v] for v in order
     ]
 
-    result = invoke("measure", path, order_path)
+    args = ["measure", str(path), str(order_path)]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     best = peak_memory(graph, order, keep_outputs=True)
-    rows = [line for line in result.stdout.splitlines() if "traced" in line or "order.json" in line]
-    assert f"{traced / 1e6:.3f}" in rows[1] and f"{best / 1e6:.3f}" in rows[2], result.stdout
-    assert rows[1].count("+0.00") == 2 and rows[2].count("+0.00") == 1, result.stdout
+    rows = {
+        cells[1].strip(): [cell.strip() for cell in cells[2:-1]]
+        for cells in (line.split("│") for line in result.stdout.splitlines() if "│" in line)
+    }
+    assert set(rows) == {"traced", "order.json (exact-dp)", "eager PyTorch"}, result.stdout
+    assert rows["traced"][:3] == [f"{traced / 1e6:.3f}", f"{traced / 1e6:.3f}", "+0.00"]
+    assert rows["order.json (exact-dp)"][:3] == [f"{best / 1e6:.3f}", f"{best / 1e6:.3f}", "+0.00"]
+    assert rows["eager PyTorch"][1:] == [f"{traced / 1e6:.3f}", "-", "+0.00", "+0.00"]
 
     result = invoke(
         "import", path, "--mode", "training", "--split-outputs", "--out", tmp_path / "t.json"

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # torch is imported only to build and measure real modules
     import torch
 
     from dagopt.io.torch import TorchGraph
+    from dagopt.io.torch_program import SavedProgram
     from dagopt.zoo import ZooModule
 
 #: The order the model was traced in (graph inputs first): what eager PyTorch runs (a
@@ -346,6 +347,25 @@ def graph_runs(
         RealRun(label, *predicted_and_measured(torch_graph, inputs, order))
         for label, order in labelled
     ]
+
+
+def saved_program_runs(
+    saved: "SavedProgram", orders: Sequence[tuple[str, np.ndarray]]
+) -> list[RealRun]:
+    """``graph_runs`` of a saved program's graph on its saved example inputs, then, for a
+    program read as saved (inference), the file's own module as eager PyTorch runs it
+    (``torch.export.load(path).module()`` under ``torch.no_grad()``)."""
+    import torch
+
+    from dagopt.integrations.torch import measure_peak
+    from dagopt.io.torch import quiet
+
+    runs = graph_runs(saved.torch_graph, saved.inputs, orders)
+    if saved.torch_graph.mode == "inference":
+        with quiet():
+            module = torch.export.load(saved.path).module()
+        runs.append(RealRun(EAGER, None, measure_peak(module, saved.inputs).peak))
+    return runs
 
 
 def measure_runs(built: "ZooModule", orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:

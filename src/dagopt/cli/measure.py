@@ -87,11 +87,12 @@ def measure(
     core_aten: CoreAtenOption = True,
 ) -> None:
     """Run a saved PyTorch program's graph for real on its saved example inputs, in its
-    own order and in each ORDER; print each run's predicted and measured peak.
+    own order and in each ORDER, then (inference) the saved program itself; print each
+    run's predicted and measured peak.
 
     Measured: live tensor storage of the real run (`docs/real_models.md`, "Measure");
     predicted: the graph's peak with its outputs kept."""
-    from dagopt.bench.realgraphs import graph_runs
+    from dagopt.bench.realgraphs import saved_program_runs
     from dagopt.io.torch_program import read_exported_program
 
     if model.suffix.lower() != ".pt2":
@@ -112,7 +113,7 @@ def measure(
     labelled = labelled_orders(paths, graph)
     with err_console.status(f"running {graph.name}"):
         start = time.perf_counter()
-        runs = graph_runs(saved.torch_graph, saved.inputs, labelled)
+        runs = saved_program_runs(saved, labelled)
         run_seconds = time.perf_counter() - start
     title = f"{graph.name}: {graph.num_nodes} nodes, peaks with graph outputs kept"
     print_runs(title, runs)
