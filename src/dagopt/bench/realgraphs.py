@@ -354,16 +354,12 @@ def saved_program_runs(
 ) -> list[RealRun]:
     """``graph_runs`` of a saved program's graph on its saved example inputs, then, for a
     program read as saved (inference), the file's own module as eager PyTorch runs it
-    (``torch.export.load(path).module()`` under ``torch.no_grad()``)."""
-    import torch
-
+    (``program.module()`` under ``torch.no_grad()``)."""
     from dagopt.integrations.torch import measure_peak
-    from dagopt.io.torch import quiet
 
     runs = graph_runs(saved.torch_graph, saved.inputs, orders)
     if saved.torch_graph.mode == "inference":
-        with quiet():
-            module = torch.export.load(saved.path).module()
+        module = saved.torch_graph.program.module()
         runs.append(RealRun(EAGER, None, measure_peak(module, saved.inputs).peak))
     return runs
 

@@ -374,6 +374,8 @@ def state_bytes(graph_module: torch.nn.Module) -> int:
 
 
 def first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's message (its type name if it has none),
+    cut to 200 characters: what a one-line ``InputError`` quotes."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     text = lines[0] if lines else type(exc).__name__
     return text if len(text) <= 200 else text[:197] + "..."

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.export.experimental import _copy_graph_module_and_signature
 from torch.export.graph_signature import InputKind
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
@@ -63,7 +64,6 @@ class SavedProgram:
 
     torch_graph: TorchGraph
     inputs: tuple[torch.Tensor, ...] | None
-    path: Path
 
 
 def read_exported_program(
@@ -100,7 +100,7 @@ def read_exported_program(
         )
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
-    return SavedProgram(torch_graph=torch_graph, inputs=inputs, path=file)
+    return SavedProgram(torch_graph=torch_graph, inputs=inputs)
 
 
 def _torch_graph(
@@ -203,17 +203,18 @@ def write_exported_program(
         for step, v in enumerate(order.tolist())
         if graph.op[v] not in ("input", "output") and not is_output_share(graph.names[v])
     }
-    program = _load(saved.path)
-    fx_graph = program.graph_module.graph
+    # A copy of the graph, the weights shared: ``saved`` itself stays as it was read.
+    graph_module, signature = _copy_graph_module_and_signature(torch_graph.program)
+    fx_graph = graph_module.graph
     fx_graph.eliminate_dead_code(is_impure_node=kept_when_dead)
     output = fx_graph.output_node()
     for node in _in_rank_order(fx_graph, rank):
         output.prepend(node)
     fx_graph.lint()
-    program.graph_module.recompile()
+    graph_module.recompile()
     buffer = io.BytesIO()
     with quiet():
-        torch.export.save(program, buffer)
+        torch.export.save(torch_graph.program._update(graph_module, signature), buffer)
     return write_bytes_atomic(path, buffer.getvalue())
 
 
