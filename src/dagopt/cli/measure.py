@@ -3,8 +3,9 @@ the predicted and measured peaks; the order files and the table it shares with
 ``dagopt zoo measure``."""
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import numpy as np
 import typer
@@ -21,6 +22,8 @@ from dagopt.io import read_order
 
 if TYPE_CHECKING:
     from dagopt.bench.realgraphs import RealRun
+
+T = TypeVar("T")
 
 OrdersArg = Annotated[
     list[Path] | None,
@@ -51,13 +54,23 @@ def labelled_orders(paths: list[Path], graph: Graph) -> list[tuple[str, np.ndarr
     return labelled
 
 
-def print_runs(title: str, runs: list["RealRun"]) -> None:
-    """Each run's predicted and measured MB, their difference, and the measured change
-    from the first run (the traced order) and, when there is one, from eager PyTorch."""
+def timed(status: str, work: Callable[[], T]) -> tuple[T, float]:
+    """``work()`` under a status line on stderr, and the seconds it took."""
+    with err_console.status(status):
+        start = time.perf_counter()
+        result = work()
+    return result, time.perf_counter() - start
+
+
+def print_runs(name: str, graph: Graph, runs: list["RealRun"], seconds: dict[str, float]) -> None:
+    """A table of the runs of ``graph``, titled ``name``: each run's predicted and
+    measured MB, their difference, and the measured change from the first run (the
+    traced order) and, when there is one, from eager PyTorch; then the ``seconds`` of
+    each named step."""
     from dagopt.bench.realgraphs import EAGER
 
     eager = [run.measured for run in runs if run.label == EAGER]
-    table = Table(title=title)
+    table = Table(title=f"{name}: {graph.num_nodes} nodes, peaks with graph outputs kept")
     for column in ("run", "predicted MB", "measured MB", "measured - predicted %"):
         table.add_column(column, justify="left" if column == "run" else "right")
     table.add_column("vs traced %", justify="right")
@@ -77,6 +90,8 @@ def print_runs(title: str, runs: list["RealRun"]) -> None:
             cells.append(f"{100 * (run.measured / eager[0] - 1):+.2f}")
         table.add_row(*cells)
     console.print(table)
+    steps = ", ".join(f"{step} {format_seconds(value)} s" for step, value in seconds.items())
+    console.print(steps, markup=False)
 
 
 def measure(
@@ -101,23 +116,17 @@ def measure(
             "`dagopt zoo measure`"
         )
     paths = check_order_paths(orders)
-    with err_console.status(f"reading {model}"):
-        start = time.perf_counter()
-        saved = read_exported_program(
+    saved, read_seconds = timed(
+        f"reading {model}",
+        lambda: read_exported_program(
             model, mode=mode.value, split_outputs=split_outputs, core_aten=core_aten
-        )
-        read_seconds = time.perf_counter() - start
+        ),
+    )
     if saved.inputs is None:
         raise InputError(f"{model}: the program has no saved example inputs to run it on")
-    graph = saved.torch_graph.graph
-    labelled = labelled_orders(paths, graph)
-    with err_console.status(f"running {graph.name}"):
-        start = time.perf_counter()
-        runs = saved_program_runs(saved, labelled)
-        run_seconds = time.perf_counter() - start
-    title = f"{graph.name}: {graph.num_nodes} nodes, peaks with graph outputs kept"
-    print_runs(title, runs)
-    console.print(
-        f"read {format_seconds(read_seconds)} s, runs {format_seconds(run_seconds)} s",
-        markup=False,
+    labelled = labelled_orders(paths, saved.torch_graph.graph)
+    runs, run_seconds = timed(
+        f"running {saved.torch_graph.graph.name}", lambda: saved_program_runs(saved, labelled)
     )
+    graph = saved.torch_graph.graph
+    print_runs(graph.name, graph, runs, {"read": read_seconds, "runs": run_seconds})

@@ -1,6 +1,5 @@
 """``dagopt zoo``: list the model zoo and export its models as node-link JSON graphs."""
 
-import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -146,28 +145,22 @@ def measure(
     an order file of another graph is an error. Measured: live tensor storage of the real
     run (`docs/real_models.md`, "Measure")."""
     from dagopt.bench.realgraphs import measure_runs
-    from dagopt.cli.measure import check_order_paths, labelled_orders, print_runs
+    from dagopt.cli.measure import check_order_paths, labelled_orders, print_runs, timed
     from dagopt.zoo import build_zoo_module, get_model
 
     get_model(name)  # an unknown name or order file fails before the export starts
     paths = check_order_paths(orders)
     label = _label(name, size, mode, split_outputs, core_aten)
-    with err_console.status(f"exporting {label}"):
-        start = time.perf_counter()
-        built = build_zoo_module(
+    built, export_seconds = timed(
+        f"exporting {label}",
+        lambda: build_zoo_module(
             name, size.value, mode.value, split_outputs=split_outputs, core_aten=core_aten
-        )
-        export_seconds = time.perf_counter() - start
-    graph = built.torch_graph.graph
-    labelled = labelled_orders(paths, graph)
-    with err_console.status(f"running {label}"):
-        start = time.perf_counter()
-        runs = measure_runs(built, labelled)
-        run_seconds = time.perf_counter() - start
-    print_runs(f"{label}: {graph.num_nodes} nodes, peaks with graph outputs kept", runs)
-    console.print(
-        f"export {format_seconds(export_seconds)} s, runs {format_seconds(run_seconds)} s",
-        markup=False,
+        ),
+    )
+    labelled = labelled_orders(paths, built.torch_graph.graph)
+    runs, run_seconds = timed(f"running {label}", lambda: measure_runs(built, labelled))
+    print_runs(
+        label, built.torch_graph.graph, runs, {"export": export_seconds, "runs": run_seconds}
     )
 
 
