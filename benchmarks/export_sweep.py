@@ -277,7 +277,7 @@ def measure_saved(architecture: Architecture) -> tuple[int, float, float]:
         saved_path, written_path = Path(folder, "saved.pt2"), Path(folder, "written.pt2")
         with torch.no_grad():
             torch.export.save(torch.export.export(module.eval(), inputs), saved_path)
-        saved = read_exported_program(saved_path)
+        saved = read_exported_program(saved_path, split_outputs=False)
         graph = saved.torch_graph.graph
         traced = np.arange(graph.num_nodes)
         write_exported_program(saved, traced, written_path)

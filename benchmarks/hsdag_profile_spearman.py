@@ -74,7 +74,7 @@ def measure(args: argparse.Namespace) -> Scored:
     or measured first."""
     devices = args.devices.split(",")
     module, inputs = zoo_inputs(args.model)
-    torch_graph = graph_from_module(module, inputs, name=args.model)
+    torch_graph = graph_from_module(module, inputs, name=args.model, split_outputs=False)
     if args.profile is None:
         profile = profile_torch(torch_graph, devices, inputs, model=args.model,
                                 label=f"measured on {args.devices}")  # fmt: skip

@@ -61,7 +61,7 @@ def deep_gpt2(layers: int) -> Graph:
     )  # fmt: skip
     ids = torch.randint(0, config.vocab_size, (1, 128))
     model = tensor_forward(GPT2LMHeadModel(config), ("input_ids",), "logits")
-    return graph_from_module(model, ids, mode="training").graph
+    return graph_from_module(model, ids, mode="training", split_outputs=False).graph
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,7 +71,7 @@ print(f"  change: {100 * (after / before - 1):+.2f} %, same outputs: {same}")
 
 # Training: the train-mode program read as its forward + backward graph.
 torch.export.save(torch.export.export(model.train(), (images,)), "model.train.pt2")
-saved = read_exported_program("model.train.pt2", mode="training", split_outputs=True)
+saved = read_exported_program("model.train.pt2", mode="training")
 graph = saved.torch_graph.graph
 best = solve(graph, "anytime", keep_outputs=True, seed=0, time_limit=args.time_limit)
 traced = measure_peak(reorder(saved.torch_graph, np.arange(graph.num_nodes)), saved.inputs).peak

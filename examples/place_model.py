@@ -27,7 +27,9 @@ args = parser.parse_args()
 torch.manual_seed(0)
 layer = torch.nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024)
 model = torch.nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
-graph = graph_from_module(model, torch.randn(128, 8, 256), mode="training").graph
+# one node per operator: placement runs operators, not their separate output storages
+batch = torch.randn(128, 8, 256)
+graph = graph_from_module(model, batch, mode="training", split_outputs=False).graph
 runtimes = estimate_runtimes(graph, peak_flops=100e12, bandwidth=1e12)
 devices = Devices.homogeneous(2, memory=args.memory_gib * GIB)
 print(f"{graph.num_nodes} ops, {graph.num_edges} tensors, {runtimes.sum() * 1e6:.1f} us of work")

@@ -48,7 +48,7 @@ model = LanguageModel()
 eager = copy.deepcopy(model).train()
 tokens = torch.randint(0, 2048, (1, 128))
 
-exported = graph_from_module(model, tokens, mode="training", split_outputs=True, core_aten=False)
+exported = graph_from_module(model, tokens, mode="training", core_aten=False)
 order = solve(exported.graph, "anytime", keep_outputs=True, seed=0, time_limit=args.time_limit)
 step = TrainingStep(model, exported, order.order)
 print(f"{exported.graph.num_nodes} operators; anytime ordered them in {order.seconds:.1f} s")

@@ -8,6 +8,7 @@ from torch import nn
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph
+from dagopt.graph.shares import SHARE_KEY, share_nodes
 from dagopt.integrations.torch import measure_peak, reorder
 from dagopt.io.torch import graph_from_module, is_output_share
 from dagopt.objectives import peak_memory
@@ -104,7 +105,9 @@ def test_reordered_module_gives_bitwise_identical_outputs(exported, name, mode):
         module = reorder(tg, order)
         calls = [n.name for n in module.graph.nodes if n.op == "call_function"]
         assert calls == [
-            tg.graph.names[v] for v in order if tg.graph.op[v] not in ("input", "output")
+            tg.graph.names[v]
+            for v in order
+            if tg.graph.op[v] not in ("input", "output") and v not in share_nodes(tg.graph)
         ]
         got = module(x.clone())
         assert len(got) == len(expected)
@@ -145,10 +148,12 @@ def test_measured_peak_matches_the_prediction(exported, name, mode):
             assert measured == predicted
 
 
-def test_tuple_outputs_make_the_prediction_an_upper_bound(exported):
+def test_tuple_outputs_make_the_joint_prediction_an_upper_bound():
     """Batch norm and max pooling return tuples whose items die at different times in a
-    real run; the graph frees a tuple only after its last item's last reader."""
-    tg, shape = exported("cnn", "training")
+    real run; the joint graph frees a tuple only after its last item's last reader."""
+    torch.manual_seed(0)
+    build, shape = MODELS["cnn"]
+    tg = graph_from_module(build(), inputs(*shape), mode="training", split_outputs=False)
     for order in (np.arange(tg.graph.num_nodes), *random_orders(tg.graph, 2, seed=3)):
         measured, predicted = measured_and_predicted(tg, shape, order)
         assert measured <= predicted
@@ -163,15 +168,18 @@ def test_tuple_outputs_make_the_prediction_an_upper_bound(exported):
     ids=["cnn", "encoder"],
 )
 def test_split_outputs_predict_the_measured_peak_of_training_graphs(build, shape):
-    """With ``split_outputs`` each output storage has its own node and lifetime: the traced
-    order's prediction is the measured peak (the joint graph's is higher), any order's
-    prediction stays an upper bound, and ``reorder`` skips the share nodes."""
+    """By default (``split_outputs``) each output storage has its own node and lifetime,
+    marked in the node data: the traced order's prediction is the measured peak (the
+    joint graph's is higher), any order's prediction stays an upper bound, and
+    ``reorder`` skips the share nodes."""
     torch.manual_seed(0)
     module = build()
-    joint = graph_from_module(module, inputs(*shape), mode="training")
-    split = graph_from_module(module, inputs(*shape), mode="training", split_outputs=True)
+    joint = graph_from_module(module, inputs(*shape), mode="training", split_outputs=False)
+    split = graph_from_module(module, inputs(*shape), mode="training")
     shares = [v for v, name in enumerate(split.graph.names) if is_output_share(name)]
-    assert shares and split.graph.num_nodes == joint.graph.num_nodes + len(shares)
+    assert shares == share_nodes(split.graph).tolist()
+    assert SHARE_KEY not in joint.graph.node_data
+    assert split.graph.num_nodes == joint.graph.num_nodes + len(shares)
     assert split.graph.mem.sum() == joint.graph.mem.sum()
     traced = np.arange(split.graph.num_nodes)
     measured, predicted = measured_and_predicted(split, shape, traced)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from dagopt.cli.main import app
 from dagopt.errors import DagoptWarning, InputError, OrderError
+from dagopt.graph.shares import share_nodes
 from dagopt.integrations.torch import measure_peak
 from dagopt.io import load, read_order
 from dagopt.io.torch import graph_from_module
@@ -255,11 +256,16 @@ def test_cli_import_schedule_export_and_measure_a_saved_program(branches, tmp_pa
     assert rows["order.json (exact-dp)"][:3] == [f"{best / 1e6:.3f}", f"{best / 1e6:.3f}", "+0.00"]
     assert rows["eager PyTorch"][1:] == [f"{traced / 1e6:.3f}", "-", "+0.00", "+0.00"]
 
-    result = invoke(
-        "import", path, "--mode", "training", "--split-outputs", "--out", tmp_path / "t.json"
-    )
+    result = invoke("import", path, "--mode", "training", "--out", tmp_path / "t.json")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("branches-training: ")
+
+    net = saved(BatchNormNet(), (torch.randn(2, 3, 12, 12),), tmp_path / "net.pt2", train=True)
+    for outputs in ("--split-outputs", "--joint-outputs"):
+        result = invoke("import", net, "--mode", "training", outputs, "--out", tmp_path / "n.json")
+        assert result.exit_code == 0, result.output
+        shares = share_nodes(load(tmp_path / "n.json"))  # batch norm's saved statistics
+        assert bool(shares.size) == (outputs == "--split-outputs")
 
 
 def test_cli_errors_are_one_line_with_exit_2(branches, tmp_path):
@@ -275,6 +281,7 @@ def test_cli_errors_are_one_line_with_exit_2(branches, tmp_path):
             ".pt2",
         ),
         (("import", path, "--assume-size", 4, "--out", tmp_path / "g.json"), "--assume-size"),
+        (("import", tmp_path / "m.onnx", "--joint-outputs", "--out", tmp_path / "g.json"), ".pt2"),
         (("export-pt2", tmp_path / "m.onnx", onnx_order, "--out", tmp_path / "r.pt2"), ".pt2"),
         (("export-pt2", path, onnx_order, "--out", tmp_path / "r.pt2"), "nope"),
         (("measure", path, tmp_path / "missing.json"), "no such order file"),

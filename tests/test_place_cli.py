@@ -107,6 +107,20 @@ def test_estimate_runtime_for_graphs_without_runtimes(tmp_path):
     assert result.exit_code == 0, result.output
 
 
+def test_graphs_with_share_nodes_are_refused(tmp_path):
+    """A share node (an extra output storage of a PyTorch operator, ``split_outputs``) is
+    not an op to place: placing or evaluating such a graph is a one-line error."""
+    nodes = [{**node, "share": int(node["id"] == "c")} for node in DIAMOND["nodes"]]
+    graph_path = write_json(tmp_path / "split.json", {**DIAMOND, "nodes": nodes})
+    place = ("place", graph_path, "-m", "brkga", "--estimate-runtime")
+    message = "has 1 share nodes (outputs of multi-output operators, e.g. 'c')"
+    assert_user_error(dagopt(*place), message)
+    assert_user_error(dagopt(*place), "--joint-outputs")
+    placement = write_json(tmp_path / "p.json", {"devices": dict.fromkeys("abcd", 0), "order": []})
+    result = dagopt("evaluate-placement", graph_path, placement, "--estimate-runtime")
+    assert_user_error(result, "placement needs one node per operator")
+
+
 BAD_PLACEMENTS = {
     "not-a-placement": ({"order": []}, "not a placement file"),
     "unknown-node": ({"devices": {"zz": 0}, "order": []}, "node 'zz' is not in graph"),

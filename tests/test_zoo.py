@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import dagopt.io.torch
 from dagopt.cli.main import app
 from dagopt.errors import InputError
+from dagopt.graph.shares import share_nodes
 from dagopt.io import load
 from dagopt.io.json import graph_to_node_link
 from dagopt.io.torch import is_output_share
@@ -112,6 +113,8 @@ def test_cache_location_keys_and_environment(tmp_path, monkeypatch):
     path = cache_path("gpt2", "large", "training")
     assert path.is_relative_to(tmp_path)
     assert path.name == "gpt2-large-training.json"
+    joint = cache_path("gpt2", "large", "training", split_outputs=False)
+    assert joint.name == "gpt2-large-training-joint.json"
     for package in ("dagopt", "torch", "transformers"):
         assert package in path.parent.name
 
@@ -153,20 +156,21 @@ def test_cli_export_writes_the_graph_and_one_summary_line(cache, tmp_path):
     assert "parameter bytes" in line and "cache hit" in line
 
 
-def test_cli_export_split_outputs_is_cached_apart(tmp_path):
-    """``--split-outputs`` adds one node per extra output storage (``<name>.<j>``) and
-    has its own cache file, so the default graph of the same model stays as it was."""
+def test_cli_export_joint_outputs_is_cached_apart(tmp_path):
+    """By default each extra output storage gets a node (``<name>.<j>``, marked ``share``
+    in the file); ``--joint-outputs`` gives one node per operator, in its own cache file."""
     args = ["zoo", "export", "whisper-tiny-encoder", "--mode", "training"]
     args += ["--cache-dir", str(tmp_path)]
-    joint = runner.invoke(app, [*args, "--out", str(tmp_path / "joint.json")])
-    split = runner.invoke(app, [*args, "--split-outputs", "--out", str(tmp_path / "split.json")])
-    again = runner.invoke(app, [*args, "--split-outputs"])
-    assert joint.exit_code == split.exit_code == again.exit_code == 0, split.output
-    assert "split outputs" in split.stdout and "cache miss" in split.stdout
-    assert "cache hit" in again.stdout
+    split = runner.invoke(app, [*args, "--out", str(tmp_path / "split.json")])
+    joint = runner.invoke(app, [*args, "--joint-outputs", "--out", str(tmp_path / "joint.json")])
+    again = runner.invoke(app, [*args, "--joint-outputs"])
+    assert joint.exit_code == split.exit_code == again.exit_code == 0, joint.output
+    assert "joint outputs" in joint.stdout and "cache miss" in joint.stdout
+    assert "joint outputs" not in split.stdout and "cache hit" in again.stdout
     joint_graph, split_graph = load(tmp_path / "joint.json"), load(tmp_path / "split.json")
     shares = [name for name in split_graph.names if is_output_share(name)]
-    assert shares and not any(is_output_share(name) for name in joint_graph.names)
+    assert shares == [split_graph.names[v] for v in share_nodes(split_graph)]
+    assert not any(is_output_share(name) for name in joint_graph.names)
     assert split_graph.num_nodes == joint_graph.num_nodes + len(shares)
     assert split_graph.mem.sum() == joint_graph.mem.sum()
 

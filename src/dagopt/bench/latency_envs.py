@@ -165,13 +165,14 @@ def _openvino_model(model: str) -> Any:
 
 def torch_graph_of(model: str, env: str) -> tuple["TorchGraph", tuple]:
     """The PyTorch graph of a zoo model at paper 004's sizes, or of a saved program
-    (``.pt2``, as saved, on its saved example inputs), and the inputs it runs on."""
+    (``.pt2``, as saved, on its saved example inputs), one node per operator (placement's
+    form), and the inputs it runs on."""
     from dagopt.io.torch import graph_from_module
 
     if model.lower().endswith(".pt2"):
         from dagopt.io.torch_program import read_exported_program
 
-        saved = read_exported_program(model)
+        saved = read_exported_program(model, split_outputs=False)
         if saved.inputs is None:
             raise InputError(f"{model}: the {env} environment runs the program on its saved "
                              "example inputs, and it has none")  # fmt: skip
@@ -182,7 +183,7 @@ def torch_graph_of(model: str, env: str) -> tuple["TorchGraph", tuple]:
             f"not {model!r}"
         )
     module, inputs = zoo_inputs(model)
-    return graph_from_module(module, inputs, name=model), inputs
+    return graph_from_module(module, inputs, name=model, split_outputs=False), inputs
 
 
 def _openvino_devices(devices: list[str], core: Any) -> list[str]:

@@ -54,7 +54,7 @@ def import_model(
         ),
     ] = None,
     mode: ProgramModeOption = Mode.inference,
-    split_outputs: SplitOutputsOption = False,
+    split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
 ) -> None:
     """Import an ONNX model, an OpenVINO IR (.xml) or a saved PyTorch program (.pt2) as
@@ -63,7 +63,7 @@ def import_model(
     The graph's node list keeps the model's node order (a .pt2 training graph: the
     traced order of its forward and backward)."""
     check_output(out, model)
-    program_options = mode != Mode.inference or split_outputs or not core_aten
+    program_options = mode != Mode.inference or not split_outputs or not core_aten
     if model.suffix.lower() == ".pt2":
         if assume_size is not None:
             raise InputError(
@@ -77,7 +77,7 @@ def import_model(
         ).torch_graph
         graph, param_bytes = torch_graph.graph, float(state_bytes(torch_graph.graph_module))
     elif program_options:
-        raise InputError("--mode, --split-outputs and --no-core-aten apply to .pt2 programs")
+        raise InputError("--mode, --joint-outputs and --no-core-aten apply to .pt2 programs")
     elif model.suffix.lower() == ".xml":
         if assume_size is not None:
             raise InputError(
@@ -135,15 +135,17 @@ def export_pt2(
             "--out", "-o", metavar="REORDERED.pt2", help="Write the reordered program here."
         ),
     ],
+    split_outputs: SplitOutputsOption = True,
 ) -> None:
-    """Write the program saved in MODEL with its operators in the order of ORDER;
+    """Write the program saved in MODEL with its operators in the order of ORDER (an
+    order of its graph as `dagopt import` reads it, with the same --joint-outputs);
     `torch.export.load(REORDERED).module()` runs them in that order."""
     check_output(out, model, order_path)
     if model.suffix.lower() != ".pt2":
         raise InputError(f"{model}: export-pt2 writes saved PyTorch programs only; give the .pt2")
     from dagopt.io.torch_program import read_exported_program, write_exported_program
 
-    saved = read_exported_program(model)
+    saved = read_exported_program(model, split_outputs=split_outputs)
     graph = saved.torch_graph.graph
     order = read_order(order_path, graph).order
     path = write_exported_program(saved, order, out)

@@ -98,7 +98,7 @@ def measure(
     model: ProgramArg,
     orders: OrdersArg = None,
     mode: ProgramModeOption = Mode.inference,
-    split_outputs: SplitOutputsOption = False,
+    split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
 ) -> None:
     """Run a saved PyTorch program's graph for real on its saved example inputs, in its

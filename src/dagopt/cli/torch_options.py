@@ -19,8 +19,10 @@ ModeOption = Annotated[Mode, typer.Option(help="Forward graph, or forward + back
 SplitOutputsOption = Annotated[
     bool,
     typer.Option(
+        "--split-outputs/--joint-outputs",
         help="Each output of a multi-output op (batch norm, dropout, gradients) gets its "
-        "own node and lifetime: training-graph peaks as measured (docs/real_models.md)."
+        "own node and lifetime, training-graph peaks as measured; --joint-outputs: one "
+        "node per op (paper 000's graphs, placement's form; docs/real_models.md).",
     ),
 ]
 CoreAtenOption = Annotated[

@@ -86,7 +86,7 @@ def export(
     ] = None,
     cache_dir: CacheOption = None,
     refresh: Annotated[bool, typer.Option(help="Export again even if cached.")] = False,
-    split_outputs: SplitOutputsOption = False,
+    split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
 ) -> None:
     """Export one zoo model as a graph (cached); print nodes, edges, parameter bytes, time."""
@@ -135,7 +135,7 @@ def measure(
         ),
     ] = None,
     size: SizeOption = Size.small,
-    split_outputs: SplitOutputsOption = False,
+    split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
 ) -> None:
     """Run a zoo model's graph for real in its traced order and in each ORDER, then the
@@ -165,7 +165,7 @@ def measure(
 
 
 def _label(name: str, size: Size, mode: Mode, split_outputs: bool, core_aten: bool) -> str:
-    """``name (size, mode[, split outputs][, autograd operators])`` for progress and output."""
-    notes = [size.value, mode.value] + ["split outputs"] * split_outputs
+    """``name (size, mode[, joint outputs][, autograd operators])`` for progress and output."""
+    notes = [size.value, mode.value] + ["joint outputs"] * (not split_outputs)
     notes += ["autograd operators"] * (mode.value == "training" and not core_aten)
     return f"{name} ({', '.join(notes)})"

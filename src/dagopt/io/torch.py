@@ -53,6 +53,7 @@ from torch.utils import flop_counter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.graph.shares import SHARE_KEY
 from dagopt.io.torch_buffers import write_buffers_back
 from dagopt.io.torch_tied import registered_once
 
@@ -103,7 +104,7 @@ def graph_from_module(
     *,
     mode: Mode = "inference",
     name: str | None = None,
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> TorchGraph:
     """Export ``module`` on ``example_inputs`` and build its ``Graph`` (rules in the module doc).
@@ -115,14 +116,17 @@ def graph_from_module(
 
     An operator with several new output storages (batch norm's output and saved
     statistics, dropout's output and mask, a convolution's input, weight and bias
-    gradients) is one node, and its outputs are freed together when the last of them
-    dies. A real run frees each on its own, so a training graph's peak can come out
-    high (``docs/real_models.md``). ``split_outputs=True`` gives each storage after the
-    first its own node, ``<fx name>.<j>``, that creates it: it runs before the operator
-    (an edge to it) after the operator's predecessors, and storage ``j``'s readers depend
-    on it, so the storage lives until its own last reader. The peak is then exact when
-    each share runs right before its operator (as in the traced order) and an upper
-    bound otherwise. Share nodes are not fx nodes: ``reorder`` skips them.
+    gradients) frees each of them on its own in a real run. By default
+    (``split_outputs=True``) each storage after the first gets its own node,
+    ``<fx name>.<j>`` (node data ``share`` = ``j``, 0 for the operators), that creates
+    it: it runs before the operator (an edge to it) after the operator's predecessors,
+    and storage ``j``'s readers depend on it, so the storage lives until its own last
+    reader. The peak is then exact when each share runs right before its operator (as
+    in the traced order) and an upper bound otherwise; share nodes are not fx nodes
+    (``reorder`` skips them) and placement refuses them. ``split_outputs=False`` gives
+    paper 000's graph, one node per operator, whose outputs are freed together when the
+    last of them dies: a training graph's peak can then come out high, up to 80 % on
+    the architectures of ``docs/real_models.md``, and a search minimises the wrong peak.
 
     A training graph is decomposed to core ATen (``core_aten=True``, as
     ``_export_forward_backward`` gives it, the operator set compilers consume); its
@@ -570,6 +574,7 @@ def _graph_from_fx(
     mem: list[int] = []
     param_mem: list[int] = []
     flops: list[float] = []
+    share: list[int] = []  # j for the share node of storage j, 0 for an fx node
     src: list[int] = []
     dst: list[int] = []
     for node in gm.graph.nodes:
@@ -589,10 +594,12 @@ def _graph_from_fx(
             mem.append(new.pop(k))
             param_mem.append(0)
             flops.append(0.0)
+            share.append(j)
         v = index[node] = len(names)
         names.append(node.name)
         ops.append(_op_name(node))
         flops.append(op_flops(node))  # after the checks above: shapes are static
+        share.append(0)
         owner.update(dict.fromkeys(new, v))
         written = [
             k
@@ -617,6 +624,9 @@ def _graph_from_fx(
             dst.extend([p] * len(before) + [v])
         src.extend(before)
         dst.extend([v] * len(before))
+    node_data = {"flops": np.asarray(flops, dtype=np.float64)}
+    if any(share):
+        node_data[SHARE_KEY] = np.asarray(share, dtype=np.int64)
     return Graph(
         len(names),
         src,
@@ -626,5 +636,5 @@ def _graph_from_fx(
         op=ops,
         names=names,
         name=name,
-        node_data={"flops": np.asarray(flops, dtype=np.float64)},
+        node_data=node_data,
     )

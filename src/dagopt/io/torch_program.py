@@ -70,7 +70,7 @@ def read_exported_program(
     path: str | os.PathLike,
     *,
     mode: Mode = "inference",
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> SavedProgram:
     """Read the ``ExportedProgram`` saved in ``path`` (``torch.export.save``) as a graph.

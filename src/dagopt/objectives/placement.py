@@ -36,6 +36,7 @@ from numba import njit
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph, validate_order
+from dagopt.graph.shares import check_one_node_per_operator
 from dagopt.objectives.costmodel import OBJECTIVES, Evaluation, check_objective
 from dagopt.objectives.devices import Devices
 from dagopt.objectives.op_runtimes import op_durations, relative_speeds, resolve_runtimes
@@ -345,13 +346,16 @@ class SimulatedCostModel:
     that the numba kernel reads. ``runtimes`` are ``(n,)`` seconds on a speed-1 device
     or ``(n, d)`` seconds per device (``resolve_runtimes``); ``None`` reads the graph's
     ``runtime`` node attribute. The model is deterministic, reads the order, scores
-    both ``OBJECTIVES`` and knows every device's peak memory.
+    both ``OBJECTIVES`` and knows every device's peak memory. A graph with share nodes
+    (``dagopt.graph.shares``) is an ``InputError``: a share is a storage of its operator,
+    not an op to place.
     """
 
     objectives = OBJECTIVES
     uses_order = True
 
     def __init__(self, graph: Graph, devices: Devices | None = None, runtimes=None) -> None:
+        check_one_node_per_operator(graph, "placement")
         self.graph = graph
         self.devices = Devices() if devices is None else devices
         runtimes = resolve_runtimes(graph, runtimes, self.devices)

@@ -75,13 +75,14 @@ def source_counts(mix: Mapping[str, float], total: int) -> dict[str, int]:
 
 
 def load_graphs(specs: Sequence[str]) -> list[Graph]:
-    """The training-mode graphs of ``model/size`` specs, from the zoo cache (exported once)."""
+    """The training-mode graphs of ``model/size`` specs, one node per operator (the shipped
+    guides' training data), from the zoo cache (exported once)."""
     graphs = []
     for spec in specs:
         name, _, size = spec.partition("/")
         if name in {model.name for model in HELD_OUT_MODELS}:
             raise InputError(f"{name} is held out: it is never trained or validated on")
-        graphs.append(export_zoo_graph(name, size=size, mode="training"))
+        graphs.append(export_zoo_graph(name, size=size, mode="training", split_outputs=False))
     return graphs
 
 

@@ -37,8 +37,10 @@ CACHE_ENV = "DAGOPT_ZOO_CACHE"
 #: records, so that older cache files are not read. 2: per-node ``flops``; 3: training
 #: graphs without the copies of zero-probability dropouts (``dagopt.io.torch``); 4:
 #: autograd-operator training graphs write buffer updates back (``dagopt.io.torch_buffers``);
-#: 5: dead operators dropped, views of eval-mode dropouts read as aliases of the input.
-GRAPH_FORMAT = 5
+#: 5: dead operators dropped, views of eval-mode dropouts read as aliases of the input;
+#: 6: share nodes marked in the node data (``dagopt.graph.shares``), split outputs the
+#: default (joint graphs as in 5).
+GRAPH_FORMAT = 6
 
 
 @dataclass(frozen=True)
@@ -83,17 +85,17 @@ def cache_path(
     mode: str,
     cache_dir: str | os.PathLike | None = None,
     *,
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> Path:
     """The cache file of model ``name`` at ``size`` in ``mode`` for the installed versions
-    (``-split`` before the suffix for a graph exported with ``split_outputs``, ``-ops``
-    for a training graph exported with ``core_aten=False``)."""
+    (``-joint`` before the suffix for a graph exported with ``split_outputs=False``,
+    ``-ops`` for a training graph exported with ``core_aten=False``)."""
     _check(name, size, mode)
     key = "_".join(f"{package}-{v}" for package, v in versions().items())
-    split = "-split" if split_outputs else ""
+    joint = "" if split_outputs else "-joint"
     ops = "-ops" if mode == "training" and not core_aten else ""
-    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}{split}{ops}.json"
+    return cache_root(cache_dir) / key / f"{name}-{size}-{mode}{joint}{ops}.json"
 
 
 def read_cached(
@@ -102,7 +104,7 @@ def read_cached(
     mode: str,
     cache_dir: str | os.PathLike | None = None,
     *,
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> ZooExport | None:
     """The cached export of ``name`` at ``size`` in ``mode``; ``None`` if absent or unreadable."""
@@ -140,7 +142,7 @@ class ZooModule:
 
 
 def build_zoo_module(
-    name: str, size: str, mode: str, *, split_outputs: bool = False, core_aten: bool = True
+    name: str, size: str, mode: str, *, split_outputs: bool = True, core_aten: bool = True
 ) -> ZooModule:
     """Build model ``name`` at ``size`` and export it in ``mode`` with ``graph_from_module``
     (named ``<name>-<size>-<mode>``), uncached: what ``export_zoo`` caches, and a runnable
@@ -170,7 +172,7 @@ def export_zoo(
     mode: str = "inference",
     cache_dir: str | os.PathLike | None = None,
     refresh: bool = False,
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> ZooExport:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, from the cache when it holds it.
@@ -218,7 +220,7 @@ def export_zoo_graph(
     size: str = "small",
     mode: str = "inference",
     cache_dir: str | os.PathLike | None = None,
-    split_outputs: bool = False,
+    split_outputs: bool = True,
     core_aten: bool = True,
 ) -> Graph:
     """Model ``name`` at ``size`` as a ``Graph`` in ``mode``, cached (see ``export_zoo``)."""
