@@ -23,8 +23,10 @@ from dagopt.bench.realgraphs import (
     run_graph_methods,
     summarize_buckets,
     zoo_key,
+    zoo_key_graph,
 )
 from dagopt.graph import Graph
+from dagopt.graph.shares import share_nodes
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives import peak_memory
 from dagopt.schedule import solve
@@ -171,3 +173,14 @@ def test_plot_is_a_png(tmp_path):
     path = tmp_path / "fig" / "table2.png"
     plot_methods(summaries, path)
     assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def test_benchmark_zoo_graphs_are_joint_unless_told(tmp_path):
+    """The recorded tables are on paper 000's graphs: ``zoo_key_graph`` reads a training
+    graph with one node per operator, and the split one (the importers' default) on
+    request."""
+    key = "whisper-tiny-encoder/small/training"
+    joint = zoo_key_graph(key, tmp_path)
+    split = zoo_key_graph(key, tmp_path, split_outputs=True)
+    assert share_nodes(joint).size == 0
+    assert split.num_nodes == joint.num_nodes + share_nodes(split).size > joint.num_nodes
