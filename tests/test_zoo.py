@@ -16,7 +16,6 @@ from dagopt.errors import InputError
 from dagopt.graph.shares import share_nodes
 from dagopt.io import load
 from dagopt.io.json import graph_to_node_link
-from dagopt.io.torch import is_output_share
 from dagopt.objectives import peak_memory
 from dagopt.zoo import (
     HELD_OUT_MODELS,
@@ -168,9 +167,9 @@ def test_cli_export_joint_outputs_is_cached_apart(tmp_path):
     assert "joint outputs" in joint.stdout and "cache miss" in joint.stdout
     assert "joint outputs" not in split.stdout and "cache hit" in again.stdout
     joint_graph, split_graph = load(tmp_path / "joint.json"), load(tmp_path / "split.json")
-    shares = [name for name in split_graph.names if is_output_share(name)]
-    assert shares == [split_graph.names[v] for v in share_nodes(split_graph)]
-    assert not any(is_output_share(name) for name in joint_graph.names)
+    shares = [split_graph.names[v] for v in share_nodes(split_graph)]
+    assert shares and all("." in name for name in shares)  # <name>.<j>
+    assert share_nodes(joint_graph).size == 0 and not any("." in n for n in joint_graph.names)
     assert split_graph.num_nodes == joint_graph.num_nodes + len(shares)
     assert split_graph.mem.sum() == joint_graph.mem.sum()
 

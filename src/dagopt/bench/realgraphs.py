@@ -74,8 +74,14 @@ def zoo_key_graph(
     from dagopt.zoo import export_zoo_graph, parse_zoo_key
 
     name, size, mode = parse_zoo_key(key)
-    variant = {"split_outputs": split_outputs, "core_aten": core_aten}
-    return export_zoo_graph(name, size=size, mode=mode, cache_dir=cache_dir, **variant)
+    return export_zoo_graph(
+        name,
+        size=size,
+        mode=mode,
+        cache_dir=cache_dir,
+        split_outputs=split_outputs,
+        core_aten=core_aten,
+    )
 
 
 def change_percent(peak: float, base: float) -> float:

@@ -9,7 +9,6 @@ operator. A graph without share nodes has no ``SHARE_KEY`` data.
 
 import numpy as np
 
-from dagopt.errors import InputError
 from dagopt.graph.core import Graph
 
 #: The node-data key marking share nodes (kept in graph files like any node attribute).
@@ -22,15 +21,3 @@ def share_nodes(graph: Graph) -> np.ndarray:
     if marks is None:
         return np.empty(0, dtype=np.int64)
     return np.flatnonzero(np.asarray(marks) != 0)
-
-
-def check_one_node_per_operator(graph: Graph, task: str) -> None:
-    """``InputError`` naming ``task`` when ``graph`` has share nodes: they are storages,
-    not operators, and cannot run on a device of their own."""
-    shares = share_nodes(graph)
-    if shares.size:
-        raise InputError(
-            f"graph {graph.name!r} has {shares.size} share nodes (outputs of multi-output "
-            f"operators, e.g. {graph.names[shares[0]]!r}); {task} needs one node per "
-            "operator: export or import it with --joint-outputs (split_outputs=False)"
-        )

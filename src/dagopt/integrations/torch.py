@@ -21,7 +21,8 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dagopt.errors import InputError
-from dagopt.io.torch import TorchGraph, TrainingLoss, is_output_share, written_arguments
+from dagopt.graph.shares import share_nodes
+from dagopt.io.torch import TorchGraph, TrainingLoss, written_arguments
 from dagopt.objectives import validate_order
 
 
@@ -39,8 +40,8 @@ def reorder(torch_graph: TorchGraph, order: Sequence[int] | np.ndarray) -> torch
     order = validate_order(graph, order)
     source = torch_graph.graph_module
     by_name = {node.name: node for node in source.graph.nodes}
-    names = [graph.names[v] for v in order.tolist()]
-    calls = [by_name[name] for name in names if not is_output_share(name)]
+    shares = set(share_nodes(graph).tolist())
+    calls = [by_name[graph.names[v]] for v in order.tolist() if v not in shares]
     new = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     first = [node for node in source.graph.nodes if node.op in ("placeholder", "get_attr")]

@@ -545,11 +545,6 @@ def op_flops(node: torch.fx.Node) -> float:
     return float(mode.get_total_flops())
 
 
-def is_output_share(name: str) -> bool:
-    """Whether graph node ``name`` is a share node of ``split_outputs``, not an fx node."""
-    return SHARE_SEPARATOR in name
-
-
 def _graph_from_fx(
     gm: torch.fx.GraphModule,
     name: str,

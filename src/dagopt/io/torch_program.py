@@ -16,7 +16,6 @@ import logging
 import os
 import re
 import warnings
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from dagopt.errors import DagoptWarning, InputError
 from dagopt.graph import validate_order
+from dagopt.graph.shares import share_nodes
+from dagopt.io.archive import check_zip_file
 from dagopt.io.atomic import write_bytes_atomic
 from dagopt.io.torch import (
     DROPOUTS,
@@ -38,7 +39,6 @@ from dagopt.io.torch import (
     export_program,
     first_line,
     graph_from_program,
-    is_output_share,
     kept_when_dead,
     quiet,
 )
@@ -198,10 +198,11 @@ def write_exported_program(
         )
     graph = torch_graph.graph
     order = validate_order(graph, order)
+    shares = set(share_nodes(graph).tolist())
     rank = {
         graph.names[v]: step
         for step, v in enumerate(order.tolist())
-        if graph.op[v] not in ("input", "output") and not is_output_share(graph.names[v])
+        if graph.op[v] not in ("input", "output") and v not in shares
     }
     # A copy of the graph, the weights shared: ``saved`` itself stays as it was read.
     graph_module, signature = _copy_graph_module_and_signature(torch_graph.program)
@@ -253,12 +254,7 @@ def _in_rank_order(fx_graph: torch.fx.Graph, rank: dict[str, int]) -> list[torch
 
 def _load(file: Path) -> torch.export.ExportedProgram:
     """``torch.export.load``; every failure is one ``InputError``."""
-    if file.is_dir():
-        raise InputError(f"{file}: is a directory, not a saved program")
-    if not file.is_file():
-        raise InputError(f"{file}: no such file")
-    if not zipfile.is_zipfile(file):
-        raise InputError(f"{file}: not a torch.export program (not a zip archive)")
+    check_zip_file(file, "a saved program", "not a torch.export program (not a zip archive)")
     capture = _LoadErrors()
     try:
         with quiet(), capture:

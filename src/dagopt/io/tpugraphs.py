@@ -15,7 +15,6 @@ Every array is checked on construction; a bad file is a one-line ``InputError``.
 
 import io
 import os
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 
 from dagopt.errors import GraphError, InputError
 from dagopt.graph import Graph
+from dagopt.io.archive import check_zip_file
 from dagopt.io.atomic import write_bytes_atomic, write_text_atomic
 
 NODE_FEATURES = 140
@@ -298,12 +298,7 @@ def read_tpugraphs(path: str | os.PathLike) -> TpuGraphsFile:
     the name the submission IDs use. Arrays keep the file's dtypes and shapes.
     """
     file = Path(path)
-    if file.is_dir():
-        raise InputError(f"{file}: is a directory, not a TpuGraphs .npz file")
-    if not file.is_file():
-        raise InputError(f"{file}: no such file")
-    if not zipfile.is_zipfile(file):
-        raise InputError(f"{file}: not an npz archive")
+    check_zip_file(file, "a TpuGraphs .npz file", "not an npz archive")
     try:
         with np.load(file, allow_pickle=False) as archive:
             arrays = {key: archive[key] for key in archive.files}

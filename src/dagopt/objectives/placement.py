@@ -36,7 +36,7 @@ from numba import njit
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph, validate_order
-from dagopt.graph.shares import check_one_node_per_operator
+from dagopt.graph.shares import share_nodes
 from dagopt.objectives.costmodel import OBJECTIVES, Evaluation, check_objective
 from dagopt.objectives.devices import Devices
 from dagopt.objectives.op_runtimes import op_durations, relative_speeds, resolve_runtimes
@@ -338,6 +338,18 @@ def _check_finite_makespan(
         )
 
 
+def _check_no_share_nodes(graph: Graph) -> None:
+    """``InputError`` when ``graph`` has share nodes (``dagopt.graph.shares``): they are
+    storages of an operator, not ops that run on a device of their own."""
+    shares = share_nodes(graph)
+    if shares.size:
+        raise InputError(
+            f"graph {graph.name!r} has {shares.size} share nodes (outputs of multi-output "
+            f"operators, e.g. {graph.names[shares[0]]!r}); placement needs one node per "
+            "operator: export or import it with --joint-outputs (split_outputs=False)"
+        )
+
+
 class SimulatedCostModel:
     """003 A.1's simulator as a ``CostModel`` (``dagopt.objectives.costmodel``).
 
@@ -355,7 +367,7 @@ class SimulatedCostModel:
     uses_order = True
 
     def __init__(self, graph: Graph, devices: Devices | None = None, runtimes=None) -> None:
-        check_one_node_per_operator(graph, "placement")
+        _check_no_share_nodes(graph)
         self.graph = graph
         self.devices = Devices() if devices is None else devices
         runtimes = resolve_runtimes(graph, runtimes, self.devices)
