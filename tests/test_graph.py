@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 
 from dagopt import Graph, GraphError
+from dagopt.errors import InputError
 from dags import dags
 
 
@@ -170,3 +171,36 @@ def test_an_unpickled_graph_stays_read_only():
     for array in (copy.mem, copy.succ_idx, copy.node_data["runtime"]):
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 0
+
+
+def test_join_shares_gives_one_node_per_operator():
+    """``join_shares`` merges each share node ``<op>.<j>`` into ``<op>``: its bytes and
+    FLOPs add to the operator's, its edges become the operator's (the one between them
+    is dropped); a graph without share nodes comes back as is."""
+    from dagopt.graph.shares import SHARE_KEY, join_shares
+    from dagopt.objectives.placement import SimulatedCostModel
+
+    names = ["x", "f.1", "f.2", "f", "g", "h"]
+    edges = [(0, 1), (0, 2), (0, 3), (1, 3), (2, 3), (1, 4), (3, 4), (2, 5), (4, 5)]
+    split = Graph(
+        6,
+        *zip(*edges, strict=True),
+        mem=[8, 4, 2, 16, 1, 1],
+        param_mem=[0, 0, 0, 3, 5, 0],
+        names=names,
+        op=["input", "f.1", "f.2", "f", "g", "h"],
+        node_data={SHARE_KEY: [0, 1, 2, 0, 0, 0], "flops": [0, 0, 0, 7, 2, 1]},
+    )
+    joint = join_shares(split)
+    assert joint.names == ("x", "f", "g", "h") and joint.op == ("input", "f", "g", "h")
+    assert joint.mem.tolist() == [8, 22, 1, 1] and joint.param_mem.tolist() == [0, 3, 5, 0]
+    pairs = sorted(zip(*(e.tolist() for e in joint.edges), strict=True))
+    assert pairs == [(0, 1), (1, 2), (1, 3), (2, 3)]
+    assert list(joint.node_data) == ["flops"] and joint.node_data["flops"].tolist() == [0, 7, 2, 1]
+    assert join_shares(joint) is joint
+    with pytest.raises(InputError, match=r"has 2 share nodes .* join them first"):
+        SimulatedCostModel(split)
+    SimulatedCostModel(joint, runtimes=np.ones(4))
+    orphan = Graph(2, [0], [1], mem=[1, 1], names=["a", "b.1"], node_data={SHARE_KEY: [0, 1]})
+    with pytest.raises(GraphError, match=r"share node 'b\.1' of graph 'graph' names no operator"):
+        join_shares(orphan)

@@ -8,11 +8,12 @@ from torch import nn
 
 from dagopt.errors import InputError, OrderError
 from dagopt.graph import Graph
-from dagopt.graph.shares import SHARE_KEY, share_nodes
+from dagopt.graph.shares import SHARE_KEY, join_shares, share_nodes
 from dagopt.integrations.torch import measure_peak, reorder
 from dagopt.io.torch import graph_from_module
 from dagopt.objectives import peak_memory
 from dagopt.schedule import solve
+from test_io import assert_same_graph
 
 
 class Residual(nn.Module):
@@ -172,7 +173,8 @@ def test_split_outputs_predict_the_measured_peak_of_training_graphs(build, shape
     """By default (``split_outputs``) each output storage has its own node and lifetime,
     marked in the node data: the traced order's prediction is the measured peak (the
     joint graph's is higher), any order's prediction stays an upper bound, and
-    ``reorder`` skips the share nodes."""
+    ``reorder`` skips the share nodes; joining the shares to their operators gives the
+    joint graph back."""
     torch.manual_seed(0)
     module = build()
     joint = graph_from_module(module, inputs(*shape), mode="training", split_outputs=False)
@@ -183,6 +185,7 @@ def test_split_outputs_predict_the_measured_peak_of_training_graphs(build, shape
     assert SHARE_KEY not in joint.graph.node_data
     assert split.graph.num_nodes == joint.graph.num_nodes + len(shares)
     assert split.graph.mem.sum() == joint.graph.mem.sum()
+    assert_same_graph(join_shares(split.graph), joint.graph)
     traced = np.arange(split.graph.num_nodes)
     measured, predicted = measured_and_predicted(split, shape, traced)
     assert measured == predicted

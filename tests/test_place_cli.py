@@ -107,18 +107,56 @@ def test_estimate_runtime_for_graphs_without_runtimes(tmp_path):
     assert result.exit_code == 0, result.output
 
 
-def test_graphs_with_share_nodes_are_refused(tmp_path):
+#: DIAMOND with a second output storage of ``b`` as its share node ``b.1``, read by ``d``.
+SPLIT_DIAMOND = {
+    **DIAMOND,
+    "nodes": [
+        *({**node, "share": 0} for node in DIAMOND["nodes"]),
+        {"id": "b.1", "mem": 7, "share": 1},
+    ],
+    "edges": [
+        *DIAMOND["edges"],
+        {"source": "a", "target": "b.1"},
+        {"source": "b.1", "target": "b"},
+        {"source": "b.1", "target": "d"},
+    ],
+}
+#: SPLIT_DIAMOND's share joined to its operator by hand.
+JOINT_DIAMOND = {
+    **DIAMOND,
+    "nodes": [{**node, "mem": 37} if node["id"] == "b" else node for node in DIAMOND["nodes"]],
+}
+
+
+def test_share_nodes_are_joined_to_their_operators(tmp_path):
     """A share node (an extra output storage of a PyTorch operator, ``split_outputs``) is
-    not an op to place: placing or evaluating such a graph is a one-line error."""
-    nodes = [{**node, "share": int(node["id"] == "c")} for node in DIAMOND["nodes"]]
-    graph_path = write_json(tmp_path / "split.json", {**DIAMOND, "nodes": nodes})
-    place = ("place", graph_path, "-m", "brkga", "--estimate-runtime")
-    message = "has 1 share nodes (outputs of multi-output operators, e.g. 'c')"
-    assert_user_error(dagopt(*place), message)
-    assert_user_error(dagopt(*place), "--joint-outputs")
-    placement = write_json(tmp_path / "p.json", {"devices": dict.fromkeys("abcd", 0), "order": []})
-    result = dagopt("evaluate-placement", graph_path, placement, "--estimate-runtime")
-    assert_user_error(result, "placement needs one node per operator")
+    not an op to place: ``place`` and ``evaluate-placement`` join it to its operator, so
+    the placement names operators only and scores as on the joint graph."""
+    split = write_json(tmp_path / "split.json", SPLIT_DIAMOND)
+    joint = write_json(tmp_path / "joint.json", JOINT_DIAMOND)
+    place = ("place", "-m", "brkga", "--estimate-runtime", "--seed", 3, "--evaluations", 60)
+    placements = []
+    for graph in (split, joint):
+        out = tmp_path / f"{graph.stem}.placement.json"
+        result = dagopt(*place, graph, "-o", out)
+        assert result.exit_code == 0, result.output
+        placements.append({k: json.loads(out.read_text())[k] for k in ("devices", "order")})
+    assert sorted(placements[0]["devices"]) == ["a", "b", "c", "d"]
+    assert placements[0] == placements[1]
+    lines = [dagopt("evaluate-placement", g, out, "--estimate-runtime") for g in (split, joint)]
+    assert lines[0].exit_code == 0 and lines[0].output == lines[1].output
+
+
+def test_a_share_node_without_its_operator_is_refused(tmp_path):
+    nodes = [
+        {**node, "id": "x.1"} if node["id"] == "b.1" else node for node in SPLIT_DIAMOND["nodes"]
+    ]
+    edges = [{k: "x.1" if v == "b.1" else v for k, v in e.items()} for e in SPLIT_DIAMOND["edges"]]
+    graph_path = write_json(
+        tmp_path / "bad.json", {**SPLIT_DIAMOND, "nodes": nodes, "edges": edges}
+    )
+    result = dagopt("place", graph_path, "-m", "brkga", "--estimate-runtime")
+    assert_user_error(result, "share node 'x.1' of graph 'diamond' names no operator")
 
 
 BAD_PLACEMENTS = {

@@ -7,8 +7,9 @@ builds the environment
 (``dagopt.objectives.latency``):
 
 - ``simulated``: the graph read through OpenVINO (a zoo name or ``.xml``) or a graph
-  file, each op's seconds from the roofline of its device's kind (``cpu``; ``cuda:N``
-  or ``gpu`` is a GPU), transfers over a PCIe-like link: SIMULATED numbers;
+  file (share nodes joined to their operators: ``dagopt.graph.shares``), each op's
+  seconds from the roofline of its device's kind (``cpu``; ``cuda:N`` or ``gpu`` is a
+  GPU), transfers over a PCIe-like link: SIMULATED numbers;
 - ``profiled``: the PyTorch graph of the zoo model or ``.pt2`` with a ``Profile``'s op
   times and fitted transfer cost (``--profile``, by default the profile shipped for the
   model and devices: ``cpu,cpu`` for the three benchmark models, measured on this project's
@@ -244,9 +245,10 @@ def latency_env(
 
             graph = graph_from_openvino(_openvino_model(model), name=Path(model).stem)
         else:
+            from dagopt.graph.shares import join_shares
             from dagopt.io import load
 
-            graph = load(model)
+            graph = join_shares(load(model))  # placement places operators
         latency: LatencyModel = roofline_latency(graph, kinds, noise=noise, seed=seed)
     elif env == "profiled":
         torch_graph, _ = torch_graph_of(model, env)

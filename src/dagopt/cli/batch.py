@@ -152,10 +152,12 @@ def run_batch(
     job: Callable[[Graph], Any],
     write: Callable[[Path, Graph, Any], str],
     executor: Executor,
+    read: Callable[[Path], Graph] = load,
 ) -> list[BatchRow]:
-    """Run ``job`` on every graph of ``paths`` not done yet in ``out_dir``; ``write(path,
-    graph, result)`` writes one result file and returns the line to print. Writes the
-    summary and raises ``SolverError`` if a graph failed (after all the others ran)."""
+    """Run ``job`` on every graph of ``paths`` not done yet in ``out_dir``, each read by
+    ``read``; ``write(path, graph, result)`` writes one result file and returns the line
+    to print. Writes the summary and raises ``SolverError`` if a graph failed (after all
+    the others ran)."""
     files = graph_files(paths)
     if out_dir.exists() and not out_dir.is_dir():
         raise InputError(f"{out_dir}: is a file, not a directory")
@@ -170,7 +172,7 @@ def run_batch(
     for i, file in enumerate(files):
         if rows[i] is None:
             try:
-                graphs.append(load(file))
+                graphs.append(read(file))
                 todo.append(i)
             except (DagoptError, OSError) as exc:  # unreadable, cyclic, bad sizes...
                 rows[i] = _failed(file, error_line(exc))
@@ -249,21 +251,23 @@ def run_graphs(
     describe: Callable[[Graph, Any], str],
     executor: Executor,
     inputs: tuple[Path, ...] = (),
+    read: Callable[[Path], Graph] = load,
 ) -> None:
-    """``schedule`` / ``place`` on their GRAPH arguments: with ``out_dir`` a batch
-    (``run_batch``, each result written as ``<stem><suffix>``), else the one graph, its
-    result written to ``out`` if given; each result printed as ``describe(graph, result)``.
-    ``inputs``: more files the command reads, which ``out`` must not overwrite."""
+    """``schedule`` / ``place`` on their GRAPH arguments, each read by ``read``: with
+    ``out_dir`` a batch (``run_batch``, each result written as ``<stem><suffix>``), else
+    the one graph, its result written to ``out`` if given; each result printed as
+    ``describe(graph, result)``. ``inputs``: more files the command reads, which ``out``
+    must not overwrite."""
     if out_dir is not None:
 
         def write_line(path: Path, graph: Graph, result: Any) -> str:
             write(path, graph, result)
             return describe(graph, result)
 
-        run_batch(paths, out_dir, suffix, job, write_line, executor)
+        run_batch(paths, out_dir, suffix, job, write_line, executor, read)
         return
     check_output(out, paths[0], *inputs)
-    graph = load(paths[0])
+    graph = read(paths[0])
     with progress_on_terminal():
         result = job(graph)
     line = describe(graph, result)

@@ -22,6 +22,7 @@ from dagopt.cli.settings import SolverSeedOpt, merge_option, parse_settings
 from dagopt.errors import InputError
 from dagopt.executor import Executor
 from dagopt.graph import Graph
+from dagopt.graph.shares import join_shares
 from dagopt.io import load, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 from dagopt.objectives.runtime import DEFAULT_BANDWIDTH, DEFAULT_PEAK_FLOPS
@@ -93,6 +94,13 @@ PeakFlopsOpt = Annotated[float, typer.Option(help="Device FLOP/s (> 0) for --est
 MemBandwidthOpt = Annotated[
     float, typer.Option(help="Device memory bytes/s (> 0) for --estimate-runtime.")
 ]
+
+
+def placement_graph(path: Path) -> Graph:
+    """The graph in ``path`` with one node per operator: a PyTorch graph's share nodes
+    (``--split-outputs``, the importers' default) joined to their operators
+    (``dagopt.graph.shares.join_shares``), since a placement places operators."""
+    return join_shares(load(path))
 
 
 def _devices(count: int, memory_gib: float, speeds: str | None, latency: float, bandwidth: float):
@@ -323,7 +331,9 @@ def place_command(
     """Place the ops of GRAPH on devices and order them with METHOD (paper 003).
 
     With --out-dir, every GRAPH (files or folders) gets DIR/<name>.placement.json, run
-    on --jobs local processes or a --ray cluster (docs/scaling.md)."""
+    on --jobs local processes or a --ray cluster (docs/scaling.md). A PyTorch graph's
+    share nodes (split outputs) are joined to their operators: a placement places
+    operators."""
     from dagopt.place import get_placer  # the simulator's numba kernels load here
     from dagopt.place.base import check_placer_options
 
@@ -372,7 +382,7 @@ def place_command(
     )
     inputs = (checkpoint,) if checkpoint is not None else ()
     run_graphs(graph_paths, out_dir, out, ".placement.json", job, write_placement, _result_line,
-               Executor(jobs, ray), inputs)  # fmt: skip
+               Executor(jobs, ray), inputs, placement_graph)  # fmt: skip
 
 
 def evaluate_placement(
@@ -389,10 +399,11 @@ def evaluate_placement(
     peak_flops: PeakFlopsOpt = DEFAULT_PEAK_FLOPS,
     mem_bandwidth: MemBandwidthOpt = DEFAULT_BANDWIDTH,
 ) -> None:
-    """Simulate the placement in PLACEMENT on GRAPH with the cost model (003 A.1)."""
+    """Simulate the placement in PLACEMENT on GRAPH with the cost model (003 A.1); a
+    PyTorch graph's share nodes are joined to their operators, as ``place`` does."""
     from dagopt.objectives.placement import simulate
 
-    graph = load(graph_path)
+    graph = placement_graph(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
     runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
     placement = read_placement(placement_path, graph, device_set.count)

@@ -10,9 +10,9 @@ so the quotient graph is a DAG.
 ``colocate`` returns the group of every op and the quotient graph, whose nodes carry
 the id and name of their first op and the ops' types joined by ``+``. A group's output
 is its last op's output (the only one read outside the group), its parameters the
-sum of its ops', and the extensive node data (``EXTENSIVE_DATA``: runtimes, FLOPs)
-sum over its ops. The op type of a group is the mean of its ops' one-hot types
-(appendix G): ``Coarsening.op_mix`` over ``Coarsening.op_types``.
+sum of its ops', and the extensive node data (runtimes, FLOPs) sum over its ops
+(``dagopt.graph.quotient``). The op type of a group is the mean of its ops' one-hot
+types (appendix G): ``Coarsening.op_mix`` over ``Coarsening.op_types``.
 """
 
 from dataclasses import dataclass
@@ -20,9 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dagopt.graph.core import Graph
-
-#: Node data that add up over a group's ops (seconds, FLOPs); other data are dropped.
-EXTENSIVE_DATA = ("runtime", "flops")
+from dagopt.graph.quotient import quotient_edges, summed_node_data
 
 
 @dataclass(frozen=True)
@@ -61,19 +59,11 @@ def colocate(graph: Graph) -> Coarsening:
     """Co-location groups of ``graph`` and its quotient graph (appendix G)."""
     group = colocation_groups(graph)
     k = int(group.max(initial=-1)) + 1
-    src, dst = graph.edges
-    crossing = group[src] != group[dst]
-    pairs = np.unique(np.stack([group[src][crossing], group[dst][crossing]], axis=1), axis=0)
+    src, dst = quotient_edges(graph, group)
     last = np.full(k, -1, dtype=np.int64)
     for v in graph.topological_order.tolist():  # the group's last op in topological order
         last[group[v]] = v
-    node_data = {
-        key: np.stack([graph.node_data[key][group == g].sum(axis=0) for g in range(k)])
-        if k
-        else np.zeros((0, *graph.node_data[key].shape[1:]))
-        for key in EXTENSIVE_DATA
-        if key in graph.node_data
-    }
+    node_data = summed_node_data(graph, group, k)
     ops = [op or "" for op in graph.op]
     op_types = tuple(sorted(set(ops)))
     one_hot = np.zeros((graph.num_nodes, len(op_types)))
@@ -85,8 +75,8 @@ def colocate(graph: Graph) -> Coarsening:
     members = [np.flatnonzero(group == g) for g in range(k)]
     quotient = Graph(
         k,
-        pairs[:, 0].reshape(-1),
-        pairs[:, 1].reshape(-1),
+        src,
+        dst,
         mem=graph.mem[last],
         param_mem=np.bincount(group, weights=graph.param_mem, minlength=k),
         op=["+".join(ops[v] for v in m) for m in members],

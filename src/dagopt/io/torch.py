@@ -53,15 +53,12 @@ from torch.utils import flop_counter
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
-from dagopt.graph.shares import SHARE_KEY
+from dagopt.graph.shares import SHARE_KEY, SHARE_SEPARATOR
 from dagopt.io.torch_buffers import write_buffers_back
 from dagopt.io.torch_tied import registered_once
 
 Mode = Literal["inference", "training"]
 STATE_KINDS = (InputKind.PARAMETER, InputKind.BUFFER, InputKind.CONSTANT_TENSOR)
-#: Joins an operator's fx name and an output index in the name of a ``split_outputs``
-#: share node; fx names are Python identifiers, so no fx node's name contains it.
-SHARE_SEPARATOR = "."
 aten = torch.ops.aten
 # The eager kernels of these return their input itself when ``train`` is false or the
 # probability is 0 (ATen's ``_dropout_impl``), while their decompositions clone it; the

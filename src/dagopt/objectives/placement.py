@@ -346,7 +346,7 @@ def _check_no_share_nodes(graph: Graph) -> None:
         raise InputError(
             f"graph {graph.name!r} has {shares.size} share nodes (outputs of multi-output "
             f"operators, e.g. {graph.names[shares[0]]!r}); placement needs one node per "
-            "operator: export or import it with --joint-outputs (split_outputs=False)"
+            "operator: join them first (dagopt.graph.shares.join_shares)"
         )
 
 
@@ -360,7 +360,7 @@ class SimulatedCostModel:
     ``runtime`` node attribute. The model is deterministic, reads the order, scores
     both ``OBJECTIVES`` and knows every device's peak memory. A graph with share nodes
     (``dagopt.graph.shares``) is an ``InputError``: a share is a storage of its operator,
-    not an op to place.
+    not an op to place (``join_shares`` gives the graph to place).
     """
 
     objectives = OBJECTIVES
