@@ -35,37 +35,85 @@ def _score(graph, order, keep, tau):
     return during.max(), np.maximum(0.0, during - tau).sum()
 
 
+def _better(score, best, tolerance):
+    return score[0] < best[0] - tolerance or (
+        score[0] <= best[0] + tolerance and score[1] < best[1] - tolerance
+    )
+
+
 @settings(max_examples=60, deadline=None)
 @given(dags(min_nodes=2, max_nodes=12, integer_sizes=False), st.booleans(), st.integers(0, 99))
 def test_node_move_scores_match_a_full_recomputation(g, keep, seed):
-    """``best_node_move`` scores a move from the profile stretch between the two steps;
-    its pick must be the best move found by recomputing every moved order in full."""
+    """``node_moves`` scores each node's moves from the profile stretch between the two
+    steps; each node's pick must be its best move found by recomputing every moved order
+    in full."""
     order = _random_topological_order(g, np.random.default_rng(seed))
     search = Search(g, order, keep_outputs=keep, ratio=0.9)
     tau = search.tau
     current = _score(g, order, keep, tau)
-    best, tolerance = current, kernels.RELATIVE_TOLERANCE * current[0]
+    tolerance = kernels.RELATIVE_TOLERANCE * current[0]
+    target, peak, excess = search.node_moves()
     n = g.num_nodes
-    for i, j in itertools.permutations(range(n), 2):
-        moved = order.copy()
-        kernels.move_node(moved, i, j)
-        low, high = min(i, j), max(i, j)
-        if not g.is_topological(moved) or not (search.during[low : high + 1] > tau).any():
+    for i in range(n):
+        best = current
+        for j in set(range(n)) - {i}:
+            moved = order.copy()
+            kernels.move_node(moved, i, j)
+            low, high = min(i, j), max(i, j)
+            if not g.is_topological(moved) or not (search.during[low : high + 1] > tau).any():
+                continue
+            score = _score(g, moved, keep, tau)
+            if _better(score, best, tolerance):
+                best = score
+        if target[i] < 0:
+            assert best == current
             continue
-        score = _score(g, moved, keep, tau)
-        if score[0] < best[0] - tolerance or (
-            score[0] <= best[0] + tolerance and score[1] < best[1] - tolerance
-        ):
-            best = score
-    i, j, peak, excess = search.best_move(start=0)
-    if i < 0:
-        assert best == current
+        moved = order.copy()
+        kernels.move_node(moved, i, int(target[i]))
+        assert g.is_topological(moved)
+        scored = _score(g, moved, keep, tau)
+        assert scored == pytest.approx((peak[i], excess[i]), rel=1e-9, abs=1e-9)
+        assert (peak[i], excess[i]) == pytest.approx(best, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(dags(min_nodes=2, max_nodes=30, integer_sizes=False), st.booleans(), st.integers(0, 99))
+def test_disjoint_node_moves_apply_together(g, keep, seed):
+    """The moves ``disjoint_moves`` picks have disjoint stretches (every other improving
+    move overlaps one of them), and applied at once
+    they give the order each predicts over its stretch: the excess falls by the sum of
+    their falls (same ``tau``), the peak is at most the highest of their peaks, and the
+    score is below the current one."""
+    order = _random_topological_order(g, np.random.default_rng(seed))
+    search = Search(g, order, keep_outputs=keep, ratio=0.9)
+    target, peak, excess = search.node_moves()
+    picked = kernels.disjoint_moves(
+        search.target, search.move_peak, search.move_excess, seed, g.num_nodes,
+        search.taken, search.chosen,
+    )  # fmt: skip
+    assert not search.taken.any()
+    chosen = search.chosen[:picked].tolist()
+
+    def stretch(i):
+        return set(range(min(i, target[i]), max(i, target[i]) + 1))
+
+    assert all(target[i] >= 0 for i in chosen)
+    covered = set().union(*map(stretch, chosen))
+    assert sum(len(stretch(i)) for i in chosen) == len(covered)  # disjoint
+    assert all(stretch(i) & covered for i in np.flatnonzero(target >= 0))  # and maximal
+    if not chosen:
+        assert (target < 0).all()
         return
     moved = order.copy()
-    kernels.move_node(moved, i, j)
+    for i in chosen:
+        kernels.move_node(moved, i, int(target[i]))
     assert g.is_topological(moved)
-    assert _score(g, moved, keep, tau) == pytest.approx((peak, excess), rel=1e-9, abs=1e-9)
-    assert (peak, excess) == pytest.approx(best, rel=1e-9, abs=1e-9)
+    current = _score(g, order, keep, search.tau)
+    new_peak, new_excess = _score(g, moved, keep, search.tau)
+    falls = sum(current[1] - excess[i] for i in chosen)
+    assert new_excess == pytest.approx(current[1] - falls, rel=1e-9, abs=1e-9)
+    assert new_peak <= max(peak[i] for i in chosen) * (1 + 1e-12)
+    assert _better((new_peak, new_excess), current, kernels.RELATIVE_TOLERANCE * current[0])
 
 
 @settings(max_examples=60, deadline=None)

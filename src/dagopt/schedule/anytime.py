@@ -9,25 +9,27 @@ scored by ``(peak, excess)``, where the excess ``sum_t max(0, M_t - tau)`` with
 several steps at the peak can lower them one at a time), and a third, closure moves,
 between them:
 
-- **node moves** (``best_node_move``): move one node anywhere between its last
+- **node moves** (``node_moves``): move one node anywhere between its last
   predecessor and its first successor, delaying an allocation past the peak or
   running a consumer that frees a large tensor before it. A move changes the memory
   profile only between its two steps, so all the targets of a node are scored in
-  one sweep over that stretch (O(distance)); the best move is applied until none
-  improves (a local optimum);
+  one sweep over that stretch (O(distance)); each sweep applies every node's best
+  move whose stretch no better move's overlaps (``disjoint_moves``: such moves do
+  not interact), until none improves (a local optimum);
 - **window DP** (``window_dp``), the large neighbourhood: the nodes of ``L``
   consecutive steps around a peak step are reordered by the set DP of appendix C.3
   (``approx-dp``) restricted to them, with the live memory entering the window and
   the outputs it cannot free as boundary conditions, a beam of ``K`` states and the
   current window order anchored in the beam (as ``anchored-dp``), so the peak never
   rises. A window order of equal score is taken too (a sideways step across ties).
-- **closure moves** (``closure_kernels.best_closure_move``), tried when node moves
+- **closure moves** (``closure_kernels.closure_moves``), tried when node moves
   reach a local optimum, before a window: a node pulled earlier together with its
   ancestors that stand in the way, or pushed later with its descendants, over a
   stretch of up to 2048 steps holding a peak step (``CLOSURE_REACH``,
   ``CLOSURE_RATIO``). They move a whole branch where a single node move is blocked by
   a dependency and a window DP's beam drops the states that allocate early to free
-  late. The best one is applied; the search goes back to node moves after it.
+  late. The improving ones over disjoint stretches are applied, best first; the
+  search goes back to node moves after them.
 
 Window sizes grow from ``window`` (32) by doubling up to ``largest`` steps
 (``LARGEST_WINDOW``; 0: the whole graph; the whole graph when it is smaller), one size
@@ -173,6 +175,11 @@ class Search:
         self.hot_next = np.empty(n, dtype=np.int64)
         self.hot_prev = np.empty(n, dtype=np.int64)
         self.scratch = np.zeros(n)
+        self.target = np.empty(n, dtype=np.int64)
+        self.move_peak = np.empty(n)
+        self.move_excess = np.empty(n)
+        self.taken = np.zeros(n, dtype=np.bool_)
+        self.chosen = np.empty(n, dtype=np.int64)
         self.loc = np.full(n, -1, dtype=np.int64)
         self.window_out = np.empty(n, dtype=np.int64)
         self.mark = np.zeros(n, dtype=np.int64)
@@ -180,10 +187,13 @@ class Search:
         self.stack = np.empty(n, dtype=np.int64)
         self.seq = np.empty(n, dtype=np.int64)
         self.stretch = np.empty(n)
+        self.changes = 0  # how often the order changed: equal counts, equal orders
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute the profile of ``order`` and its summaries (O(n + m))."""
+        """Recompute the profile of ``order`` and its summaries (O(n + m)); counts a
+        change of the order (``changes``)."""
+        self.changes += 1
         g = self.graph
         kernels.profile(
             self.order, self.pos, self.last, self.during, self.after,
@@ -204,61 +214,83 @@ class Search:
     def excess(self) -> float:
         return float(self.excess_sum[-1])
 
-    def best_move(self, start: int) -> tuple[int, int, float, float]:
-        """``kernels.best_node_move`` on the current order: ``(step, target, peak,
-        excess)``, ``step = -1`` at a local optimum."""
+    def node_moves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``kernels.node_moves`` on the current order: every step's best target (-1:
+        none improves) and the score ``(peak, excess)`` the order would then have."""
         g = self.graph
-        return kernels.best_node_move(
+        kernels.node_moves(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev,
             g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive,
-            self.tau, start, self.scratch,
+            self.tau, self.scratch, self.target, self.move_peak, self.move_excess,
         )  # fmt: skip
+        return self.target.copy(), self.move_peak.copy(), self.move_excess.copy()
 
     def descend(self, moves: int, start: int, deadline: float) -> int:
-        """Apply up to ``moves`` best node moves; returns how many (fewer: a local
-        optimum, or the deadline)."""
+        """Apply ``moves`` or more node moves, every disjoint improving one of a sweep at
+        once (``kernels.descend``); returns how many (fewer: a local optimum, or the
+        deadline)."""
         g = self.graph
         done = kernels.descend(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev,
             g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive,
-            self.kept, self.ratio, start, moves, deadline, self.scratch,
+            self.kept, self.ratio, start, moves, deadline, self.scratch, self.target,
+            self.move_peak, self.move_excess, self.taken, self.chosen, self.graph.num_nodes,
         )  # fmt: skip
         self.tau = self.ratio * self.peak
+        self.changes += done > 0
         return done
 
-    def best_closure(
+    def closure_candidates(
         self,
         start: int,
         deadline: float,
         *,
         distances: np.ndarray | None = None,
         ratio: float = CLOSURE_RATIO,
-    ) -> tuple[int, int, float, float]:
-        """``closure_kernels.best_closure_move`` on the current order, over stretches of
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``closure_kernels.closure_moves`` on the current order, over stretches of
         ``distances`` steps (default ``closure_distances``) holding a step at or above
-        ``ratio`` times the peak: ``(a, b, peak, excess)`` with the new steps ``a..b`` in
-        ``window_out`` (``a = -1``: none improves)."""
+        ``ratio`` times the peak: every step's best pull (target before it) or push
+        (after it), -1 where none improves, and the score ``(peak, excess)`` the order
+        would then have."""
         g = self.graph
         distances = self.closure_distances if distances is None else distances
-        return closure_kernels.best_closure_move(
+        closure_kernels.closure_moves(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx,
             g.mem, self.run, self.alive, self.tau, ratio * self.peak, distances, start,
             deadline, self.mark, self.count, self.stack, self.seq, self.stretch,
-            self.window_out,
+            self.target, self.move_peak, self.move_excess,
         )  # fmt: skip
+        return self.target.copy(), self.move_peak.copy(), self.move_excess.copy()
 
-    def closure_move(self, start: int, deadline: float) -> bool:
-        """Apply the best closure move if one improves the score; returns whether one
-        did."""
-        a, b, _, _ = self.best_closure(start, deadline)
-        if a < 0:
-            return False
-        self.order[a : b + 1] = self.window_out[: b - a + 1]
-        self.refresh()
-        return True
+    def closure_moves(
+        self,
+        start: int,
+        deadline: float,
+        *,
+        distances: np.ndarray | None = None,
+        ratio: float = CLOSURE_RATIO,
+        limit: int | None = None,
+    ) -> int:
+        """Apply the improving closure moves over disjoint stretches (up to ``limit``;
+        default all), best first (``kernels.disjoint_moves``); returns how many."""
+        g = self.graph
+        self.closure_candidates(start, deadline, distances=distances, ratio=ratio)
+        limit = g.num_nodes if limit is None else limit
+        picked = kernels.disjoint_moves(
+            self.target, self.move_peak, self.move_excess, start, limit, self.taken, self.chosen
+        )
+        for i in self.chosen[:picked].tolist():
+            closure_kernels.apply_closure_move(
+                self.order, self.pos, i, int(self.target[i]), g.pred_ptr, g.pred_idx,
+                g.succ_ptr, g.succ_idx, self.mark, self.stack, self.seq,
+            )  # fmt: skip
+        if picked:
+            self.refresh()
+        return picked
 
     def _outside(self, a: int, b: int) -> float:
         n = self.graph.num_nodes
@@ -413,6 +445,7 @@ def search_thread(
         sizes.append(min(top, 2 * sizes[-1]))
     level, beam = 0, FIRST_BEAM
     whole_seconds_per_state = None  # measured cost of the whole-graph window DP
+    closure_failed_at = -1  # search.changes when a closure sweep last found nothing
     while (
         time.perf_counter() < deadline
         and counts["windows"] != windows
@@ -422,9 +455,13 @@ def search_thread(
         counts["moves"] += moves
         stuck = moves < MOVES_PER_CALL  # a local optimum of node moves
         if stuck:
+            start = int(rng.integers(n))
+        if stuck and search.changes != closure_failed_at:  # else the same sweep, again
             began = time.perf_counter()
-            stuck = not search.closure_move(int(rng.integers(n)), deadline)
-            counts["closure moves"] += not stuck
+            applied = search.closure_moves(start, deadline)
+            counts["closure moves"] += applied
+            stuck = applied == 0
+            closure_failed_at = search.changes if stuck else -1
             counts["closure seconds"] += time.perf_counter() - began
         if stuck:
             size = sizes[level]

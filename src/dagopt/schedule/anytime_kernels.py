@@ -100,12 +100,15 @@ def better(peak, excess, best_peak, best_excess, scale):
 
 
 @njit(cache=True, nogil=True)
-def best_node_move(
+def node_moves(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
-    pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, start, scratch,
+    pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
+    target, move_peak, move_excess,
 ):  # fmt: skip
-    """The best single-node move by ``(peak, excess over tau)``: returns ``(step, target,
-    peak, excess)``, ``step = -1`` when no move improves on the current order.
+    """Every node's best move by ``(peak, excess over tau)``: the node at step ``i`` goes
+    best to step ``target[i]``, giving the order the score ``(move_peak[i],
+    move_excess[i])``; ``target[i] = -1`` when none of its moves improves on the current
+    order.
 
     Node ``v = order[i]`` may go to any step ``j`` between its last predecessor and its
     first successor. Only moves whose stretch ``[min(i, j), max(i, j)]`` holds a step
@@ -115,17 +118,14 @@ def best_node_move(
     freed by step ``t`` (``last[u] <= t``), which ``v`` no longer lets go. For an
     earlier ``j`` the steps ``t`` in ``(j, i]`` run ``order[t - 1]`` with ``v``
     executed: ``M'_t = M_{t-1} + alive(v) - sum(mem(u))`` over the predecessors whose
-    other consumers all ran before step ``t - 1``. Candidates are visited from step
-    ``start`` on, so equal moves are picked in a rotating order. ``scratch`` is a zeroed
-    array of ``n`` floats, left zeroed.
+    other consumers all ran before step ``t - 1``. ``scratch`` is a zeroed array of
+    ``n`` floats, left zeroed.
     """
     n = order.size
     current_peak = prefix_max[n - 1]
     current_excess = excess_sum[n]
-    best_peak, best_excess = current_peak, current_excess
-    best_i, best_j = -1, -1
-    for offset in range(n):
-        i = (start + offset) % n
+    for i in range(n):
+        best_peak, best_excess, best_j = current_peak, current_excess, -1
         v = order[i]
         lo = 0
         for k in range(pred_ptr[v], pred_ptr[v + 1]):
@@ -156,7 +156,7 @@ def best_node_move(
                 excess = current_excess - (excess_sum[j + 1] - excess_sum[i])
                 excess += stretch_excess + max(0.0, m_j - tau)
                 if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess, best_i, best_j = peak, excess, i, j
+                    best_peak, best_excess, best_j = peak, excess, j
             for k in range(pred_ptr[v], pred_ptr[v + 1]):
                 u = pred_idx[k]
                 if last[u] <= hi:
@@ -190,13 +190,54 @@ def best_node_move(
                 excess = current_excess - (excess_sum[i + 1] - excess_sum[j])
                 excess += stretch_excess + max(0.0, m_j - tau)
                 if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess, best_i, best_j = peak, excess, i, j
+                    best_peak, best_excess, best_j = peak, excess, j
             for k in range(pred_ptr[v], pred_ptr[v + 1]):
                 u = pred_idx[k]
                 for q in range(succ_ptr[u], succ_ptr[u + 1]):
                     w = succ_idx[q]
                     scratch[pos[w]] = 0.0
-    return best_i, best_j, best_peak, best_excess
+        target[i], move_peak[i], move_excess[i] = best_j, best_peak, best_excess
+
+
+@njit(cache=True, nogil=True)
+def disjoint_moves(target, move_peak, move_excess, start, limit, taken, chosen):
+    """Pick improving moves (``node_moves``) whose stretches ``[min(i, j), max(i, j)]``
+    are pairwise disjoint, best score first (equal scores from step ``start`` on, so
+    they are taken in a rotating order), at most ``limit``; writes their steps to
+    ``chosen`` and returns how many. ``taken`` is a zeroed boolean array of ``n``
+    entries, left zeroed.
+
+    Such moves can all be applied at once: a step's ``M_t`` depends only on the set of
+    nodes run before it and the node run at it, and a move permutes its own stretch
+    only, so the steps of one stretch see the same sets whatever the other moves do.
+    The combined profile is each move's stretch over the current profile: its peak is
+    the largest of the moves' peaks and, at the same ``tau``, its excess falls by the
+    sum of theirs, so the score falls at least as much as by the best move alone.
+    """
+    n = target.size
+    steps = np.empty(n, dtype=np.int64)
+    count = 0
+    for offset in range(n):
+        i = (start + offset) % n
+        if target[i] >= 0:
+            steps[count] = i
+            count += 1
+    steps = steps[:count]
+    steps = steps[np.argsort(move_excess[steps], kind="mergesort")]
+    steps = steps[np.argsort(move_peak[steps], kind="mergesort")]
+    picked = 0
+    for i in steps:
+        if picked == limit:
+            break
+        lo, hi = min(i, target[i]), max(i, target[i])
+        if not taken[lo : hi + 1].any():
+            taken[lo : hi + 1] = True
+            chosen[picked] = i
+            picked += 1
+    for c in range(picked):
+        i = chosen[c]
+        taken[min(i, target[i]) : max(i, target[i]) + 1] = False
+    return picked
 
 
 @njit(cache=True, nogil=True)
@@ -469,26 +510,33 @@ def window_dp(
 def descend(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, start, moves, deadline,
-    scratch,
+    scratch, target, move_peak, move_excess, taken, chosen, per_sweep,
 ):  # fmt: skip
-    """Apply up to ``moves`` best single-node moves (``best_node_move``) with ``tau =
-    ratio * peak``, stopping early at a local optimum or once ``deadline``
-    (``perf_counter`` seconds) has passed; returns the number applied. Leaves the
-    profile arrays describing ``order``."""
-    done = 0
+    """Apply node moves with ``tau = ratio * peak``, sweep by sweep: each sweep scores
+    every node's moves (``node_moves``) and applies up to ``per_sweep`` of them whose
+    stretches are disjoint, best first (``disjoint_moves``); stops after ``moves`` moves
+    or more, at a local optimum, or once ``deadline`` (``perf_counter`` seconds) has
+    passed; returns the number applied. Leaves the profile arrays describing ``order``."""
+    done, sweeps = 0, 0
     while True:
         profile(order, pos, last, during, after, succ_ptr, succ_idx, mem, run, kept, scratch)
         scratch[:] = 0.0
         tau = ratio * during.max()
         summarize(during, tau, prefix_max, suffix_max, excess_sum, hot_next, hot_prev)
-        if done == moves or now() > deadline:
+        if done >= moves or now() > deadline:
             return done
-        i, j, _, _ = best_node_move(
+        node_moves(
             order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
-            hot_prev, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau,
-            (start + done) % order.size, scratch,
+            hot_prev, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
+            target, move_peak, move_excess,
         )  # fmt: skip
-        if i < 0:
+        picked = disjoint_moves(
+            target, move_peak, move_excess, (start + sweeps) % order.size, per_sweep, taken,
+            chosen,
+        )  # fmt: skip
+        if picked == 0:
             return done
-        move_node(order, i, j)
-        done += 1
+        for c in range(picked):
+            move_node(order, chosen[c], target[chosen[c]])
+        done += picked
+        sweeps += 1

@@ -1,7 +1,7 @@
 """Closure moves for ``anytime``: move a node together with the part of its ancestor
 (or descendant) cone that stands in the way (numba kernels).
 
-A single node move (``anytime_kernels.best_node_move``) can take node ``c`` no earlier
+A single node move (``anytime_kernels.node_moves``) can take node ``c`` no earlier
 than its last predecessor. A *pull* takes ``c`` to step ``p`` with every ancestor of
 ``c`` run in steps ``[p, i)`` (``i`` the step of ``c``), keeping their relative order:
 the new steps ``[p, i]`` run those ancestors, then ``c``, then the other nodes of the
@@ -12,7 +12,8 @@ change the memory profile (paper 000, eq. 1-3) only over the stretch, which is s
 by replaying it from the live memory entering it (``stretch_profile``) in
 O(stretch + its in-edges). This moves a branch as a whole: a consumer of a tensor
 that is live at the peak runs before the peak with the few nodes it needs, or a
-producer runs after it with its few consumers.
+producer runs after it with its few consumers. As with node moves, moves over disjoint
+stretches apply together (``anytime_kernels.disjoint_moves``).
 """
 
 import numpy as np
@@ -95,20 +96,22 @@ def _arrange(order, a, b, first, stamp, mark, seq):
 
 
 @njit(cache=True, nogil=True)
-def best_closure_move(
+def closure_moves(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
     succ_ptr, succ_idx, mem, run, alive, tau, hot, distances, start, deadline, mark, count,
-    stack, seq, profile, best_seq,
+    stack, seq, profile, target, move_peak, move_excess,
 ):  # fmt: skip
-    """The best pull or push (module docstring) by ``(peak, excess over tau)`` over every
-    node and every stretch length of ``distances`` (increasing) whose stretch holds a
-    step at or above ``hot``; returns ``(a, b, peak, excess)`` with the new steps
-    ``a..b`` in ``best_seq``, ``a = -1`` when none improves on the current order. Nodes
-    are visited from step ``start`` on until ``deadline`` (``perf_counter`` seconds)
-    has passed. ``mark`` (ints, any values), ``count`` (zeroed ints) and the other
-    buffers hold ``n`` entries."""
+    """Every node's best pull or push (module docstring) by ``(peak, excess over tau)``
+    over the stretch lengths of ``distances`` (increasing) whose stretch holds a step at
+    or above ``hot``: the node at step ``i`` is best pulled to step ``target[i] < i`` or
+    pushed to ``target[i] > i``, giving the order the score ``(move_peak[i],
+    move_excess[i])``; ``target[i] = -1`` when none improves on the current order.
+    Nodes are visited from step ``start`` on until ``deadline`` (``perf_counter``
+    seconds) has passed (the others get -1). ``mark`` (ints, any values), ``count``
+    (zeroed ints) and the other buffers hold ``n`` entries."""
     n = order.size
     mark[:] = 0
+    target[:] = -1
     hot_next = np.empty(n, dtype=np.int64)  # the next step with M_t >= hot
     nxt = n
     for t in range(n - 1, -1, -1):
@@ -116,14 +119,13 @@ def best_closure_move(
             nxt = t
         hot_next[t] = nxt
     current_peak = prefix_max[n - 1]
-    best_peak, best_excess = current_peak, excess_sum[n]
-    best_a, best_b = -1, -1
     stamp = 0
     reach = distances[-1]
     for offset in range(n):
         if offset % 64 == 63 and now() > deadline:
             break
         i = (start + offset) % n
+        best_peak, best_excess = current_peak, excess_sum[n]
         for pull in (True, False):
             lo, hi = (max(0, i - reach), i) if pull else (i, min(n - 1, i + reach))
             if hot_next[lo] > hi:
@@ -149,6 +151,26 @@ def best_closure_move(
                     pred_idx, mem, run, alive, tau, count, profile,
                 )  # fmt: skip
                 if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess, best_a, best_b = peak, excess, a, b
-                    best_seq[: b - a + 1] = seq[: b - a + 1]
-    return best_a, best_b, best_peak, best_excess
+                    best_peak, best_excess = peak, excess
+                    target[i] = a if pull else b
+        move_peak[i], move_excess[i] = best_peak, best_excess
+
+
+@njit(cache=True, nogil=True)
+def apply_closure_move(order, pos, i, t, pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq):
+    """Pull the node at step ``i`` to step ``t < i`` or push it to ``t > i`` (module
+    docstring). ``pos`` must hold the steps of the nodes of the stretch (other
+    stretches may have been rearranged since: their nodes stay outside this one);
+    ``mark`` is left 0 over the stretch."""
+    a, b, pull = min(i, t), max(i, t), t < i
+    for s in range(a, b + 1):
+        mark[order[s]] = 0
+    mark[order[i]] = 1
+    if pull:
+        _mark_cone(order, pos, i, a, b, pred_ptr, pred_idx, 1, mark, stack)
+    else:
+        _mark_cone(order, pos, i, a, b, succ_ptr, succ_idx, 1, mark, stack)
+    _arrange(order, a, b, pull, 1, mark, seq)
+    for s in range(a, b + 1):
+        mark[seq[s - a]] = 0
+        order[s] = seq[s - a]
