@@ -88,7 +88,7 @@ def test_disjoint_node_moves_apply_together(g, keep, seed):
     search = Search(g, order, keep_outputs=keep, ratio=0.9)
     target, peak, excess = search.node_moves()
     picked = kernels.disjoint_moves(
-        search.target, search.move_peak, search.move_excess, seed, g.num_nodes,
+        search.target, search.move_peak, search.move_excess, search.peak, seed, g.num_nodes,
         search.taken, search.chosen,
     )  # fmt: skip
     assert not search.taken.any()

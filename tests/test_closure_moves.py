@@ -52,7 +52,8 @@ def _closure_moves(graph: Graph, order: np.ndarray, distances: np.ndarray):
 def test_closure_moves_are_each_nodes_best_pull_or_push_by_full_recomputation(g, keep, seed):
     """Every pull or push keeps the order topological, ``closure_candidates`` gives each
     node its pull or push of least ``(peak, excess)``, scored as a full recomputation
-    scores it, and ``closure_moves`` with a limit of one applies the best of them."""
+    scores it, and ``closure_moves`` with a limit of one applies the best of them (up to
+    rounding: none scores better by more than it)."""
     order = _random_topological_order(g, np.random.default_rng(seed))
     search = Search(g, order, keep_outputs=keep, ratio=0.9)
     tau = search.tau
@@ -75,10 +76,11 @@ def test_closure_moves_are_each_nodes_best_pull_or_push_by_full_recomputation(g,
     if (target < 0).all():
         assert search.closure_moves(0, np.inf, distances=EVERY_DISTANCE, ratio=0.9) == 0
         return
-    top = min(best.values())
     assert search.closure_moves(0, np.inf, distances=EVERY_DISTANCE, ratio=0.9, limit=1) == 1
     assert g.is_topological(search.order)
-    assert _score(g, search.order, keep, tau) == pytest.approx(top, rel=1e-9, abs=1e-9)
+    applied = _score(g, search.order, keep, tau)
+    assert any(applied == pytest.approx(score, rel=1e-9, abs=1e-9) for score in best.values())
+    assert not any(_better(score, applied, 1e-9 * current[0]) for score in best.values())
 
 
 def test_push_lowers_a_peak_where_no_node_move_does():

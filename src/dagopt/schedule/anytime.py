@@ -87,7 +87,8 @@ DEFAULT_TIME_LIMIT = 10.0
 EXCESS_RATIO = 0.9
 #: First beam width of the window DP.
 FIRST_BEAM = 64
-#: Node moves per kernel call (the driver checks the clock and the best in between).
+#: Node moves per kernel call, at least (the driver checks the clock and the best in
+#: between; a sweep applies all its disjoint moves, so a call may apply more).
 MOVES_PER_CALL = 50
 #: Relative noise on the live-memory rank of the window DP's beam: layered graphs share
 #: sizes within a layer, so many states tie and the noise varies which ones survive.
@@ -281,8 +282,9 @@ class Search:
         self.closure_candidates(start, deadline, distances=distances, ratio=ratio)
         limit = g.num_nodes if limit is None else limit
         picked = kernels.disjoint_moves(
-            self.target, self.move_peak, self.move_excess, start, limit, self.taken, self.chosen
-        )
+            self.target, self.move_peak, self.move_excess, self.peak, start, limit, self.taken,
+            self.chosen,
+        )  # fmt: skip
         for i in self.chosen[:picked].tolist():
             closure_kernels.apply_closure_move(
                 self.order, self.pos, i, int(self.target[i]), g.pred_ptr, g.pred_idx,

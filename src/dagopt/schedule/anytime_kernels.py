@@ -200,19 +200,20 @@ def node_moves(
 
 
 @njit(cache=True, nogil=True)
-def disjoint_moves(target, move_peak, move_excess, start, limit, taken, chosen):
+def disjoint_moves(target, move_peak, move_excess, scale, start, limit, taken, chosen):
     """Pick improving moves (``node_moves``) whose stretches ``[min(i, j), max(i, j)]``
-    are pairwise disjoint, best score first (equal scores from step ``start`` on, so
-    they are taken in a rotating order), at most ``limit``; writes their steps to
-    ``chosen`` and returns how many. ``taken`` is a zeroed boolean array of ``n``
-    entries, left zeroed.
+    are pairwise disjoint, best score first, at most ``limit``; writes their steps to
+    ``chosen`` and returns how many. Scores are ordered as ``better`` orders them:
+    peaks within the rounding tolerance (relative to ``scale``) count as equal, and
+    equal scores are taken from step ``start`` on (a rotating order). ``taken`` is a
+    zeroed boolean array of ``n`` entries, left zeroed.
 
     Such moves can all be applied at once: a step's ``M_t`` depends only on the set of
     nodes run before it and the node run at it, and a move permutes its own stretch
     only, so the steps of one stretch see the same sets whatever the other moves do.
     The combined profile is each move's stretch over the current profile: its peak is
-    the largest of the moves' peaks and, at the same ``tau``, its excess falls by the
-    sum of theirs, so the score falls at least as much as by the best move alone.
+    at most the largest of the moves' peaks and, at the same ``tau``, its excess falls
+    by the sum of theirs, so the score falls at least as much as by the best move alone.
     """
     n = target.size
     steps = np.empty(n, dtype=np.int64)
@@ -223,8 +224,16 @@ def disjoint_moves(target, move_peak, move_excess, start, limit, taken, chosen):
             steps[count] = i
             count += 1
     steps = steps[:count]
+    by_peak = steps[np.argsort(move_peak[steps], kind="mergesort")]
+    level = np.empty(n)  # each step's peak, snapped to the lowest within the tolerance
+    tolerance = RELATIVE_TOLERANCE * scale
+    representative = -np.inf
+    for i in by_peak:
+        if move_peak[i] > representative + tolerance:
+            representative = move_peak[i]
+        level[i] = representative
     steps = steps[np.argsort(move_excess[steps], kind="mergesort")]
-    steps = steps[np.argsort(move_peak[steps], kind="mergesort")]
+    steps = steps[np.argsort(level[steps], kind="mergesort")]
     picked = 0
     for i in steps:
         if picked == limit:
@@ -531,8 +540,8 @@ def descend(
             target, move_peak, move_excess,
         )  # fmt: skip
         picked = disjoint_moves(
-            target, move_peak, move_excess, (start + sweeps) % order.size, per_sweep, taken,
-            chosen,
+            target, move_peak, move_excess, prefix_max[-1], (start + sweeps) % order.size,
+            per_sweep, taken, chosen,
         )  # fmt: skip
         if picked == 0:
             return done
