@@ -245,10 +245,9 @@ def latency_env(
 
             graph = graph_from_openvino(_openvino_model(model), name=Path(model).stem)
         else:
-            from dagopt.graph.shares import join_shares
-            from dagopt.io import load
+            from dagopt.io import load_operators
 
-            graph = join_shares(load(model))  # placement places operators
+            graph = load_operators(model)
         latency: LatencyModel = roofline_latency(graph, kinds, noise=noise, seed=seed)
     elif env == "profiled":
         torch_graph, _ = torch_graph_of(model, env)

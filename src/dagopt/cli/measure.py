@@ -124,9 +124,7 @@ def measure(
     )
     if saved.inputs is None:
         raise InputError(f"{model}: the program has no saved example inputs to run it on")
-    labelled = labelled_orders(paths, saved.torch_graph.graph)
-    runs, run_seconds = timed(
-        f"running {saved.torch_graph.graph.name}", lambda: saved_program_runs(saved, labelled)
-    )
     graph = saved.torch_graph.graph
+    labelled = labelled_orders(paths, graph)
+    runs, run_seconds = timed(f"running {graph.name}", lambda: saved_program_runs(saved, labelled))
     print_runs(graph.name, graph, runs, {"read": read_seconds, "runs": run_seconds})

@@ -22,8 +22,7 @@ from dagopt.cli.settings import SolverSeedOpt, merge_option, parse_settings
 from dagopt.errors import InputError
 from dagopt.executor import Executor
 from dagopt.graph import Graph
-from dagopt.graph.shares import join_shares
-from dagopt.io import load, read_placement, write_placement
+from dagopt.io import load_operators, read_placement, write_placement
 from dagopt.objectives.devices import GIB, Devices, DeviceSpec
 from dagopt.objectives.runtime import DEFAULT_BANDWIDTH, DEFAULT_PEAK_FLOPS
 
@@ -94,13 +93,6 @@ PeakFlopsOpt = Annotated[float, typer.Option(help="Device FLOP/s (> 0) for --est
 MemBandwidthOpt = Annotated[
     float, typer.Option(help="Device memory bytes/s (> 0) for --estimate-runtime.")
 ]
-
-
-def placement_graph(path: Path) -> Graph:
-    """The graph in ``path`` with one node per operator: a PyTorch graph's share nodes
-    (``--split-outputs``, the importers' default) joined to their operators
-    (``dagopt.graph.shares.join_shares``), since a placement places operators."""
-    return join_shares(load(path))
 
 
 def _devices(count: int, memory_gib: float, speeds: str | None, latency: float, bandwidth: float):
@@ -382,7 +374,7 @@ def place_command(
     )
     inputs = (checkpoint,) if checkpoint is not None else ()
     run_graphs(graph_paths, out_dir, out, ".placement.json", job, write_placement, _result_line,
-               Executor(jobs, ray), inputs, placement_graph)  # fmt: skip
+               Executor(jobs, ray), inputs, load_operators)  # fmt: skip
 
 
 def evaluate_placement(
@@ -403,7 +395,7 @@ def evaluate_placement(
     PyTorch graph's share nodes are joined to their operators, as ``place`` does."""
     from dagopt.objectives.placement import simulate
 
-    graph = placement_graph(graph_path)
+    graph = load_operators(graph_path)
     device_set = _devices(devices, memory_gib, speeds, latency, bandwidth)
     runtimes = _runtimes(graph, estimate_runtime, peak_flops, mem_bandwidth)
     placement = read_placement(placement_path, graph, device_set.count)

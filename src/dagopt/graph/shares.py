@@ -32,6 +32,13 @@ def share_nodes(graph: Graph) -> np.ndarray:
     return np.flatnonzero(np.asarray(marks) != 0)
 
 
+def without_shares(graph: Graph, order: np.ndarray) -> np.ndarray:
+    """``order`` (node indices of ``graph``) without its share nodes: the fx nodes in
+    that order, as a program runs them (each operator creates its share storages)."""
+    marks = graph.node_data.get(SHARE_KEY)
+    return order if marks is None else order[np.asarray(marks)[order] == 0]
+
+
 def _operator_of(graph: Graph, share: int) -> int:
     """The operator node of share node ``share``, found by name (``<operator>.<j>``)."""
     name = graph.names[share]

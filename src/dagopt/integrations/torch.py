@@ -21,7 +21,7 @@ from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from dagopt.errors import InputError
-from dagopt.graph.shares import share_nodes
+from dagopt.graph.shares import without_shares
 from dagopt.io.torch import TorchGraph, TrainingLoss, written_arguments
 from dagopt.objectives import validate_order
 
@@ -40,8 +40,7 @@ def reorder(torch_graph: TorchGraph, order: Sequence[int] | np.ndarray) -> torch
     order = validate_order(graph, order)
     source = torch_graph.graph_module
     by_name = {node.name: node for node in source.graph.nodes}
-    shares = set(share_nodes(graph).tolist())
-    calls = [by_name[graph.names[v]] for v in order.tolist() if v not in shares]
+    calls = [by_name[graph.names[v]] for v in without_shares(graph, order).tolist()]
     new = torch.fx.Graph()
     env: dict[torch.fx.Node, torch.fx.Node] = {}
     first = [node for node in source.graph.nodes if node.op in ("placeholder", "get_attr")]

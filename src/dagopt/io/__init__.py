@@ -6,6 +6,7 @@ from pathlib import Path
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph
+from dagopt.graph.shares import join_shares
 from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.orders import OrderFile, read_order, write_order
 from dagopt.io.placements import PlacementFile, read_placement, write_placement
@@ -57,10 +58,18 @@ def load(path: str | os.PathLike) -> Graph:
     return reader(file)
 
 
+def load_operators(path: str | os.PathLike) -> Graph:
+    """``load``, with a PyTorch graph's share nodes (split outputs, the importers'
+    default) joined to their operators (``dagopt.graph.shares.join_shares``): one node
+    per operator, the graph a placement places."""
+    return join_shares(load(path))
+
+
 __all__ = [
     "OrderFile",
     "PlacementFile",
     "load",
+    "load_operators",
     "read_graph_json",
     "read_order",
     "read_placement",

@@ -120,7 +120,8 @@ def graph_from_module(
     and storage ``j``'s readers depend on it, so the storage lives until its own last
     reader. The peak is then exact when each share runs right before its operator (as
     in the traced order) and an upper bound otherwise; share nodes are not fx nodes
-    (``reorder`` skips them) and placement refuses them. ``split_outputs=False`` gives
+    (``reorder`` skips them) and placement joins them to their operators
+    (``dagopt.graph.shares.join_shares``). ``split_outputs=False`` gives
     paper 000's graph, one node per operator, whose outputs are freed together when the
     last of them dies: a training graph's peak can then come out high, up to 80 % on
     the architectures of ``docs/real_models.md``, and a search minimises the wrong peak.

@@ -29,7 +29,7 @@ from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 from dagopt.errors import DagoptWarning, InputError
 from dagopt.graph import validate_order
-from dagopt.graph.shares import share_nodes
+from dagopt.graph.shares import without_shares
 from dagopt.io.archive import check_zip_file
 from dagopt.io.atomic import write_bytes_atomic
 from dagopt.io.torch import (
@@ -198,11 +198,10 @@ def write_exported_program(
         )
     graph = torch_graph.graph
     order = validate_order(graph, order)
-    shares = set(share_nodes(graph).tolist())
     rank = {
         graph.names[v]: step
-        for step, v in enumerate(order.tolist())
-        if graph.op[v] not in ("input", "output") and v not in shares
+        for step, v in enumerate(without_shares(graph, order).tolist())
+        if graph.op[v] not in ("input", "output")
     }
     # A copy of the graph, the weights shared: ``saved`` itself stays as it was read.
     graph_module, signature = _copy_graph_module_and_signature(torch_graph.program)

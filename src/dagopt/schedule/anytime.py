@@ -237,7 +237,7 @@ class Search:
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev,
             g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive,
             self.kept, self.ratio, start, moves, deadline, self.scratch, self.target,
-            self.move_peak, self.move_excess, self.taken, self.chosen, self.graph.num_nodes,
+            self.move_peak, self.move_excess, self.taken, self.chosen,
         )  # fmt: skip
         self.tau = self.ratio * self.peak
         self.changes += done > 0

@@ -519,11 +519,11 @@ def window_dp(
 def descend(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, start, moves, deadline,
-    scratch, target, move_peak, move_excess, taken, chosen, per_sweep,
+    scratch, target, move_peak, move_excess, taken, chosen,
 ):  # fmt: skip
     """Apply node moves with ``tau = ratio * peak``, sweep by sweep: each sweep scores
-    every node's moves (``node_moves``) and applies up to ``per_sweep`` of them whose
-    stretches are disjoint, best first (``disjoint_moves``); stops after ``moves`` moves
+    every node's moves (``node_moves``) and applies all of them whose stretches are
+    disjoint, best first (``disjoint_moves``); stops after ``moves`` moves
     or more, at a local optimum, or once ``deadline`` (``perf_counter`` seconds) has
     passed; returns the number applied. Leaves the profile arrays describing ``order``."""
     done, sweeps = 0, 0
@@ -541,7 +541,7 @@ def descend(
         )  # fmt: skip
         picked = disjoint_moves(
             target, move_peak, move_excess, prefix_max[-1], (start + sweeps) % order.size,
-            per_sweep, taken, chosen,
+            order.size, taken, chosen,
         )  # fmt: skip
         if picked == 0:
             return done

@@ -84,6 +84,19 @@ def _mark_cone(order, pos, i, lo, hi, ptr, idx, stamp, mark, stack):
 
 
 @njit(cache=True, nogil=True)
+def _mark_branch(
+    order, pos, i, lo, hi, pull, pred_ptr, pred_idx, succ_ptr, succ_idx, stamp, mark, stack
+):
+    """Mark ``order[i]`` and the nodes that move with it: of steps ``[lo, hi]``, its
+    ancestors for a pull, its descendants for a push (``_mark_cone``)."""
+    mark[order[i]] = stamp
+    if pull:
+        _mark_cone(order, pos, i, lo, hi, pred_ptr, pred_idx, stamp, mark, stack)
+    else:
+        _mark_cone(order, pos, i, lo, hi, succ_ptr, succ_idx, stamp, mark, stack)
+
+
+@njit(cache=True, nogil=True)
 def _arrange(order, a, b, first, stamp, mark, seq):
     """``seq[: b - a + 1]``: the nodes of steps ``a..b``, marked ones first (``first``)
     or last, each group in its current order."""
@@ -131,11 +144,10 @@ def closure_moves(
             if hot_next[lo] > hi:
                 continue
             stamp += 1
-            mark[order[i]] = stamp
-            if pull:
-                _mark_cone(order, pos, i, lo, hi, pred_ptr, pred_idx, stamp, mark, stack)
-            else:
-                _mark_cone(order, pos, i, lo, hi, succ_ptr, succ_idx, stamp, mark, stack)
+            _mark_branch(
+                order, pos, i, lo, hi, pull, pred_ptr, pred_idx, succ_ptr, succ_idx, stamp,
+                mark, stack,
+            )  # fmt: skip
             for d in distances:
                 a, b = (i - d, i) if pull else (i, i + d)
                 if a < 0 or b >= n:
@@ -165,11 +177,7 @@ def apply_closure_move(order, pos, i, t, pred_ptr, pred_idx, succ_ptr, succ_idx,
     a, b, pull = min(i, t), max(i, t), t < i
     for s in range(a, b + 1):
         mark[order[s]] = 0
-    mark[order[i]] = 1
-    if pull:
-        _mark_cone(order, pos, i, a, b, pred_ptr, pred_idx, 1, mark, stack)
-    else:
-        _mark_cone(order, pos, i, a, b, succ_ptr, succ_idx, 1, mark, stack)
+    _mark_branch(order, pos, i, a, b, pull, pred_ptr, pred_idx, succ_ptr, succ_idx, 1, mark, stack)
     _arrange(order, a, b, pull, 1, mark, seq)
     for s in range(a, b + 1):
         mark[seq[s - a]] = 0
