@@ -87,9 +87,9 @@ def test_disjoint_node_moves_apply_together(g, keep, seed):
     order = _random_topological_order(g, np.random.default_rng(seed))
     search = Search(g, order, keep_outputs=keep, ratio=0.9)
     target, peak, excess = search.node_moves()
-    picked = kernels.disjoint_moves(
+    picked, _ = kernels.disjoint_moves(
         search.target, search.move_peak, search.move_excess, search.peak, seed, g.num_nodes,
-        search.taken, search.chosen,
+        search.taken, search.chosen, search.passed,
     )  # fmt: skip
     assert not search.taken.any()
     chosen = search.chosen[:picked].tolist()
@@ -114,6 +114,65 @@ def test_disjoint_node_moves_apply_together(g, keep, seed):
     assert new_excess == pytest.approx(current[1] - falls, rel=1e-9, abs=1e-9)
     assert new_peak <= max(peak[i] for i in chosen) * (1 + 1e-12)
     assert _better((new_peak, new_excess), current, kernels.RELATIVE_TOLERANCE * current[0])
+
+    improving = set(np.flatnonzero(target >= 0).tolist())
+    skipped = search.passed[: len(improving) - picked].tolist()
+    assert set(chosen) | set(skipped) == improving  # what was passed over, best first
+    tolerance = kernels.RELATIVE_TOLERANCE * search.peak
+    assert all(peak[b] >= peak[a] - tolerance for a, b in itertools.pairwise(skipped))
+
+
+def _check_profile(search, g, keep):
+    """The search's profile arrays describe its order."""
+    assert g.is_topological(search.order)
+    during = memory_profile(g, search.order, keep_outputs=keep).during
+    np.testing.assert_allclose(search.during, during, rtol=1e-9, atol=1e-9)
+    assert search.peak == pytest.approx(during.max(), rel=1e-9)
+    excess = np.maximum(0.0, during - search.ratio * during.max()).sum()
+    assert search.excess == pytest.approx(excess, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dags(min_nodes=2, max_nodes=30, integer_sizes=False), st.booleans(), st.integers(0, 99))
+def test_descend_only_improves_and_ends_at_a_local_optimum(g, keep, seed):
+    """Each ``descend`` call that moves a node lowers the score (the peak never rises),
+    leaves the profile arrays describing the new order, and a call that applies fewer
+    than it was asked for ends where no node move improves."""
+    order = _random_topological_order(g, np.random.default_rng(seed))
+    search = Search(g, order, keep_outputs=keep, ratio=0.9)
+    while True:
+        before = (search.peak, search.excess)
+        done = search.descend(1, seed, np.inf)
+        _check_profile(search, g, keep)
+        if done < 1:
+            break
+        assert _better((search.peak, search.excess), before, 1e-12 * before[0])
+    assert (search.node_moves()[0] < 0).all()
+
+
+def test_descend_applies_the_overlapping_moves_that_still_improve():
+    """Sources read only by the last node of a chain, run first: each is best delayed to
+    just before that node, and as all those stretches overlap, ``disjoint_moves`` takes
+    one per sweep. ``descend`` scores the others again on the new order and applies
+    them in the same sweep (each improves: the chain's steps all sit at the excess)."""
+    length, count = 40, 8
+    src = list(range(length - 1)) + list(range(length, length + count))
+    dst = list(range(1, length)) + [length - 1] * count
+    g = Graph(length + count, src, dst, mem=np.r_[np.full(length, 4.0), np.ones(count)])
+    order = np.r_[np.arange(length, length + count), np.arange(length)]
+    search = Search(g, order, keep_outputs=False, ratio=0.9)
+    target, _, _ = search.node_moves()
+    improving = np.flatnonzero(target >= 0)
+    assert set(search.order[improving]) == set(range(length, length + count))
+    picked, _ = kernels.disjoint_moves(
+        search.target, search.move_peak, search.move_excess, search.peak, 0, g.num_nodes,
+        search.taken, search.chosen, search.passed,
+    )  # fmt: skip
+    assert picked == 1
+    excess = search.excess
+    assert search.descend(1, 0, np.inf) > 1  # one sweep
+    _check_profile(search, g, False)
+    assert search.excess < excess - (length - 2)  # more than one source's fall
 
 
 @settings(max_examples=60, deadline=None)

@@ -15,7 +15,10 @@ between them:
   profile only between its two steps, so all the targets of a node are scored in
   one sweep over that stretch (O(distance)); each sweep applies every node's best
   move whose stretch no better move's overlaps (``disjoint_moves``: such moves do
-  not interact), until none improves (a local optimum);
+  not interact), then the moves it passed over, each scored again on the new order
+  and applied where it still improves (as long as that costs no more than the sweep),
+  until none improves (a local optimum) or ``FLAT_CALLS`` calls in a row lower only
+  the excess (a plateau);
 - **window DP** (``window_dp``), the large neighbourhood: the nodes of ``L``
   consecutive steps around a peak step are reordered by the set DP of appendix C.3
   (``approx-dp``) restricted to them, with the live memory entering the window and
@@ -85,6 +88,13 @@ DEFAULT_TIME_LIMIT = 10.0
 #: ``tau`` as a fraction of the current peak (tuned on validation graphs: 0.8 and 0.9
 #: did alike, 0.97 and 1.0 (no excess) worse at 1000 and 2000 nodes).
 EXCESS_RATIO = 0.9
+#: Node-move calls in a row that leave the peak where it was (each applies
+#: ``MOVES_PER_CALL`` moves or more, lowering the excess only) after which the search
+#: treats node moves as stuck and tries closure moves and windows, which can lower a
+#: peak that no single node move lowers: on a 100,000-node layered graph the sweeps
+#: went on lowering the excess, hundreds of moves each, for over 100 sweeps after the
+#: peak had stopped falling (a first choice, not tuned; docs/ordering.md, "Moves").
+FLAT_CALLS = 10
 #: First beam width of the window DP.
 FIRST_BEAM = 64
 #: Node moves per kernel call, at least (the driver checks the clock and the best in
@@ -181,6 +191,7 @@ class Search:
         self.move_excess = np.empty(n)
         self.taken = np.zeros(n, dtype=np.bool_)
         self.chosen = np.empty(n, dtype=np.int64)
+        self.passed = np.empty(n, dtype=np.int64)
         self.loc = np.full(n, -1, dtype=np.int64)
         self.window_out = np.empty(n, dtype=np.int64)
         self.mark = np.zeros(n, dtype=np.int64)
@@ -196,15 +207,10 @@ class Search:
         change of the order (``changes``)."""
         self.changes += 1
         g = self.graph
-        kernels.profile(
-            self.order, self.pos, self.last, self.during, self.after,
-            g.succ_ptr, g.succ_idx, g.mem, self.run, self.kept, self.scratch,
-        )  # fmt: skip
-        self.scratch[:] = 0.0
-        self.tau = self.ratio * float(self.during.max())
-        kernels.summarize(
-            self.during, self.tau, self.prefix_max, self.suffix_max, self.excess_sum,
-            self.hot_next, self.hot_prev,
+        self.tau = kernels.refresh(
+            self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
+            self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev, g.succ_ptr,
+            g.succ_idx, g.mem, self.run, self.kept, self.ratio, self.scratch,
         )  # fmt: skip
 
     @property
@@ -229,15 +235,15 @@ class Search:
 
     def descend(self, moves: int, start: int, deadline: float) -> int:
         """Apply ``moves`` or more node moves, every disjoint improving one of a sweep at
-        once (``kernels.descend``); returns how many (fewer: a local optimum, or the
-        deadline)."""
+        once, then the ones it passed over that still improve (``kernels.descend``);
+        returns how many (fewer: a local optimum, or the deadline)."""
         g = self.graph
         done = kernels.descend(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev,
             g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive,
             self.kept, self.ratio, start, moves, deadline, self.scratch, self.target,
-            self.move_peak, self.move_excess, self.taken, self.chosen,
+            self.move_peak, self.move_excess, self.taken, self.chosen, self.passed,
         )  # fmt: skip
         self.tau = self.ratio * self.peak
         self.changes += done > 0
@@ -281,9 +287,9 @@ class Search:
         g = self.graph
         self.closure_candidates(start, deadline, distances=distances, ratio=ratio)
         limit = g.num_nodes if limit is None else limit
-        picked = kernels.disjoint_moves(
+        picked, _ = kernels.disjoint_moves(
             self.target, self.move_peak, self.move_excess, self.peak, start, limit, self.taken,
-            self.chosen,
+            self.chosen, self.passed,
         )  # fmt: skip
         for i in self.chosen[:picked].tolist():
             closure_kernels.apply_closure_move(
@@ -448,15 +454,20 @@ def search_thread(
     level, beam = 0, FIRST_BEAM
     whole_seconds_per_state = None  # measured cost of the whole-graph window DP
     closure_failed_at = -1  # search.changes when a closure sweep last found nothing
+    flat_calls = 0  # node-move calls in a row that left the peak where it was
     while (
         time.perf_counter() < deadline
         and counts["windows"] != windows
         and not incumbent.stop.is_set()
     ):
+        peak_before = search.peak
         moves = search.descend(MOVES_PER_CALL, int(rng.integers(n)), deadline)
         counts["moves"] += moves
-        stuck = moves < MOVES_PER_CALL  # a local optimum of node moves
+        flat_calls = flat_calls + 1 if search.peak >= peak_before else 0
+        # a local optimum of node moves, or a plateau where they lower the excess only
+        stuck = moves < MOVES_PER_CALL or flat_calls == FLAT_CALLS
         if stuck:
+            flat_calls = 0
             start = int(rng.integers(n))
         if stuck and search.changes != closure_failed_at:  # else the same sweep, again
             began = time.perf_counter()

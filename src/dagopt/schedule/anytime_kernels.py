@@ -100,15 +100,14 @@ def better(peak, excess, best_peak, best_excess, scale):
 
 
 @njit(cache=True, nogil=True)
-def node_moves(
-    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
+def best_move(
+    i, order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
-    target, move_peak, move_excess,
 ):  # fmt: skip
-    """Every node's best move by ``(peak, excess over tau)``: the node at step ``i`` goes
-    best to step ``target[i]``, giving the order the score ``(move_peak[i],
-    move_excess[i])``; ``target[i] = -1`` when none of its moves improves on the current
-    order.
+    """The best move of the node at step ``i`` by ``(peak, excess over tau)``: returns
+    ``(j, peak, excess, work)``, the target step (-1 when none of its moves improves on
+    the current order), the score the order would then have, and the steps and edges
+    the scoring visited.
 
     Node ``v = order[i]`` may go to any step ``j`` between its last predecessor and its
     first successor. Only moves whose stretch ``[min(i, j), max(i, j)]`` holds a step
@@ -124,89 +123,113 @@ def node_moves(
     n = order.size
     current_peak = prefix_max[n - 1]
     current_excess = excess_sum[n]
-    for i in range(n):
-        best_peak, best_excess, best_j = current_peak, current_excess, -1
-        v = order[i]
-        lo = 0
+    best_peak, best_excess, best_j = current_peak, current_excess, -1
+    v = order[i]
+    work = pred_ptr[v + 1] - pred_ptr[v] + succ_ptr[v + 1] - succ_ptr[v]
+    lo = 0
+    for k in range(pred_ptr[v], pred_ptr[v + 1]):
+        lo = max(lo, pos[pred_idx[k]] + 1)
+    hi = n - 1
+    for k in range(succ_ptr[v], succ_ptr[v + 1]):
+        hi = min(hi, pos[succ_idx[k]] - 1)
+    before = prefix_max[i - 1] if i > 0 else -np.inf
+    beyond = suffix_max[i + 1] if i + 1 < n else -np.inf
+    if i < hi and hot_next[i] <= hi:
+        work += hi - i
         for k in range(pred_ptr[v], pred_ptr[v + 1]):
-            lo = max(lo, pos[pred_idx[k]] + 1)
-        hi = n - 1
-        for k in range(succ_ptr[v], succ_ptr[v + 1]):
-            hi = min(hi, pos[succ_idx[k]] - 1)
-        before = prefix_max[i - 1] if i > 0 else -np.inf
-        beyond = suffix_max[i + 1] if i + 1 < n else -np.inf
-        if i < hi and hot_next[i] <= hi:
-            for k in range(pred_ptr[v], pred_ptr[v + 1]):
-                u = pred_idx[k]
-                if last[u] <= hi:
-                    scratch[last[u]] += mem[u]
-            regained = 0.0
-            stretch_max, stretch_excess = -np.inf, 0.0
-            for j in range(i + 1, hi + 1):
-                regained += scratch[j - 1]
-                m = during[j] - alive[v] + regained
-                stretch_max = max(stretch_max, m)
-                stretch_excess += max(0.0, m - tau)
-                if j < hot_next[i]:
-                    continue
-                m_j = after[j] - alive[v] + regained + scratch[j] + run[v]
-                peak = max(before, stretch_max, m_j)
-                if j + 1 < n:
-                    peak = max(peak, suffix_max[j + 1])
-                excess = current_excess - (excess_sum[j + 1] - excess_sum[i])
-                excess += stretch_excess + max(0.0, m_j - tau)
-                if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess, best_j = peak, excess, j
-            for k in range(pred_ptr[v], pred_ptr[v + 1]):
-                u = pred_idx[k]
-                if last[u] <= hi:
-                    scratch[last[u]] = 0.0
-        if i > lo and hot_prev[i] >= lo:
-            released = 0.0  # predecessors freed once v runs, for the step t being scored
-            for k in range(pred_ptr[v], pred_ptr[v + 1]):
-                u = pred_idx[k]
-                other = -1
-                for q in range(succ_ptr[u], succ_ptr[u + 1]):
-                    w = succ_idx[q]
-                    if w != v:
-                        other = max(other, pos[w])
-                if other <= i - 2:
-                    released += mem[u]
-                    if other >= 0:
-                        scratch[other] += mem[u]
-            stretch_max, stretch_excess = -np.inf, 0.0
-            for j in range(i - 1, lo - 1, -1):
-                m = during[j] + alive[v] - released
-                stretch_max = max(stretch_max, m)
-                stretch_excess += max(0.0, m - tau)
-                if j - 1 >= 0:
-                    released -= scratch[j - 1]
-                if j > hot_prev[i]:
-                    continue
-                m_j = (after[j - 1] if j > 0 else 0.0) + run[v]
-                peak = max(beyond, stretch_max, m_j)
-                if j > 0:
-                    peak = max(peak, prefix_max[j - 1])
-                excess = current_excess - (excess_sum[i + 1] - excess_sum[j])
-                excess += stretch_excess + max(0.0, m_j - tau)
-                if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess, best_j = peak, excess, j
-            for k in range(pred_ptr[v], pred_ptr[v + 1]):
-                u = pred_idx[k]
-                for q in range(succ_ptr[u], succ_ptr[u + 1]):
-                    w = succ_idx[q]
-                    scratch[pos[w]] = 0.0
-        target[i], move_peak[i], move_excess[i] = best_j, best_peak, best_excess
+            u = pred_idx[k]
+            if last[u] <= hi:
+                scratch[last[u]] += mem[u]
+        regained = 0.0
+        stretch_max, stretch_excess = -np.inf, 0.0
+        for j in range(i + 1, hi + 1):
+            regained += scratch[j - 1]
+            m = during[j] - alive[v] + regained
+            stretch_max = max(stretch_max, m)
+            stretch_excess += max(0.0, m - tau)
+            if j < hot_next[i]:
+                continue
+            m_j = after[j] - alive[v] + regained + scratch[j] + run[v]
+            peak = max(before, stretch_max, m_j)
+            if j + 1 < n:
+                peak = max(peak, suffix_max[j + 1])
+            excess = current_excess - (excess_sum[j + 1] - excess_sum[i])
+            excess += stretch_excess + max(0.0, m_j - tau)
+            if better(peak, excess, best_peak, best_excess, current_peak):
+                best_peak, best_excess, best_j = peak, excess, j
+        for k in range(pred_ptr[v], pred_ptr[v + 1]):
+            u = pred_idx[k]
+            if last[u] <= hi:
+                scratch[last[u]] = 0.0
+    if i > lo and hot_prev[i] >= lo:
+        work += i - lo
+        released = 0.0  # predecessors freed once v runs, for the step t being scored
+        for k in range(pred_ptr[v], pred_ptr[v + 1]):
+            u = pred_idx[k]
+            work += succ_ptr[u + 1] - succ_ptr[u]
+            other = -1
+            for q in range(succ_ptr[u], succ_ptr[u + 1]):
+                w = succ_idx[q]
+                if w != v:
+                    other = max(other, pos[w])
+            if other <= i - 2:
+                released += mem[u]
+                if other >= 0:
+                    scratch[other] += mem[u]
+        stretch_max, stretch_excess = -np.inf, 0.0
+        for j in range(i - 1, lo - 1, -1):
+            m = during[j] + alive[v] - released
+            stretch_max = max(stretch_max, m)
+            stretch_excess += max(0.0, m - tau)
+            if j - 1 >= 0:
+                released -= scratch[j - 1]
+            if j > hot_prev[i]:
+                continue
+            m_j = (after[j - 1] if j > 0 else 0.0) + run[v]
+            peak = max(beyond, stretch_max, m_j)
+            if j > 0:
+                peak = max(peak, prefix_max[j - 1])
+            excess = current_excess - (excess_sum[i + 1] - excess_sum[j])
+            excess += stretch_excess + max(0.0, m_j - tau)
+            if better(peak, excess, best_peak, best_excess, current_peak):
+                best_peak, best_excess, best_j = peak, excess, j
+        for k in range(pred_ptr[v], pred_ptr[v + 1]):
+            u = pred_idx[k]
+            for q in range(succ_ptr[u], succ_ptr[u + 1]):
+                w = succ_idx[q]
+                scratch[pos[w]] = 0.0
+    return best_j, best_peak, best_excess, work
 
 
 @njit(cache=True, nogil=True)
-def disjoint_moves(target, move_peak, move_excess, scale, start, limit, taken, chosen):
+def node_moves(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
+    pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
+    target, move_peak, move_excess,
+):  # fmt: skip
+    """Every node's best move (``best_move``): the node at step ``i`` goes best to step
+    ``target[i]``, giving the order the score ``(move_peak[i], move_excess[i])``;
+    ``target[i] = -1`` when none of its moves improves on the current order. Returns
+    the steps and edges the scoring visited."""
+    work = 0
+    for i in range(order.size):
+        target[i], move_peak[i], move_excess[i], visited = best_move(
+            i, order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+            hot_prev, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
+        )  # fmt: skip
+        work += visited
+    return work
+
+
+@njit(cache=True, nogil=True)
+def disjoint_moves(target, move_peak, move_excess, scale, start, limit, taken, chosen, passed):
     """Pick improving moves (``node_moves``) whose stretches ``[min(i, j), max(i, j)]``
     are pairwise disjoint, best score first, at most ``limit``; writes their steps to
-    ``chosen`` and returns how many. Scores are ordered as ``better`` orders them:
-    peaks within the rounding tolerance (relative to ``scale``) count as equal, and
-    equal scores are taken from step ``start`` on (a rotating order). ``taken`` is a
-    zeroed boolean array of ``n`` entries, left zeroed.
+    ``chosen`` and the steps of the improving moves passed over (a stretch overlapping
+    a better one's) to ``passed``, best first, and returns both counts. Scores are
+    ordered as ``better`` orders them: peaks within the rounding tolerance (relative to
+    ``scale``) count as equal, and equal scores are taken from step ``start`` on (a
+    rotating order). ``taken`` is a zeroed boolean array of ``n`` entries, left zeroed.
 
     Such moves can all be applied at once: a step's ``M_t`` depends only on the set of
     nodes run before it and the node run at it, and a move permutes its own stretch
@@ -234,19 +257,20 @@ def disjoint_moves(target, move_peak, move_excess, scale, start, limit, taken, c
         level[i] = representative
     steps = steps[np.argsort(move_excess[steps], kind="mergesort")]
     steps = steps[np.argsort(level[steps], kind="mergesort")]
-    picked = 0
+    picked, skipped = 0, 0
     for i in steps:
-        if picked == limit:
-            break
         lo, hi = min(i, target[i]), max(i, target[i])
-        if not taken[lo : hi + 1].any():
+        if picked < limit and not taken[lo : hi + 1].any():
             taken[lo : hi + 1] = True
             chosen[picked] = i
             picked += 1
+        else:
+            passed[skipped] = i
+            skipped += 1
     for c in range(picked):
         i = chosen[c]
         taken[min(i, target[i]) : max(i, target[i]) + 1] = False
-    return picked
+    return picked, skipped
 
 
 @njit(cache=True, nogil=True)
@@ -516,36 +540,78 @@ def window_dp(
 
 
 @njit(cache=True, nogil=True)
+def refresh(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
+    succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+):  # fmt: skip
+    """``profile`` and ``summarize`` the order at ``tau = ratio * peak``; returns
+    ``tau``. ``scratch`` (``n`` floats) is left zeroed."""
+    profile(order, pos, last, during, after, succ_ptr, succ_idx, mem, run, kept, scratch)
+    scratch[:] = 0.0
+    tau = ratio * during.max()
+    summarize(during, tau, prefix_max, suffix_max, excess_sum, hot_next, hot_prev)
+    return tau
+
+
+@njit(cache=True, nogil=True)
 def descend(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, start, moves, deadline,
-    scratch, target, move_peak, move_excess, taken, chosen,
+    scratch, target, move_peak, move_excess, taken, chosen, passed,
 ):  # fmt: skip
     """Apply node moves with ``tau = ratio * peak``, sweep by sweep: each sweep scores
     every node's moves (``node_moves``) and applies all of them whose stretches are
-    disjoint, best first (``disjoint_moves``); stops after ``moves`` moves
-    or more, at a local optimum, or once ``deadline`` (``perf_counter`` seconds) has
-    passed; returns the number applied. Leaves the profile arrays describing ``order``."""
+    disjoint, best first (``disjoint_moves``); then the improving moves it passed over
+    (their stretches overlap a better one's), best first, each scored again on the
+    order as it now is (``best_move``) and applied where it still improves, for as long
+    as their scoring and the profiles it needs visit no more steps and edges than the
+    sweep's scoring did. Stops after ``moves`` moves or more, at a local optimum, or
+    once ``deadline`` (``perf_counter`` seconds) has passed; returns the number
+    applied. Leaves the profile arrays describing ``order``."""
+    n = order.size
     done, sweeps = 0, 0
-    while True:
-        profile(order, pos, last, during, after, succ_ptr, succ_idx, mem, run, kept, scratch)
-        scratch[:] = 0.0
-        tau = ratio * during.max()
-        summarize(during, tau, prefix_max, suffix_max, excess_sum, hot_next, hot_prev)
-        if done >= moves or now() > deadline:
-            return done
-        node_moves(
+    tau = refresh(
+        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+    )  # fmt: skip
+    while done < moves and now() <= deadline:
+        budget = node_moves(
             order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
             hot_prev, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, scratch,
             target, move_peak, move_excess,
         )  # fmt: skip
-        picked = disjoint_moves(
-            target, move_peak, move_excess, prefix_max[-1], (start + sweeps) % order.size,
-            order.size, taken, chosen,
+        picked, skipped = disjoint_moves(
+            target, move_peak, move_excess, prefix_max[-1], (start + sweeps) % n, n, taken,
+            chosen, passed,
         )  # fmt: skip
         if picked == 0:
             return done
+        for c in range(skipped):
+            passed[c] = order[passed[c]]  # steps to nodes: the moves below shift steps
         for c in range(picked):
             move_node(order, chosen[c], target[chosen[c]])
         done += picked
         sweeps += 1
+        tau = refresh(
+            order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+            hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+        )  # fmt: skip
+        for c in range(skipped):
+            if budget <= 0 or (c % 16 == 15 and now() > deadline):
+                break
+            i = pos[passed[c]]
+            j, _, _, visited = best_move(
+                i, order, pos, last, during, after, prefix_max, suffix_max, excess_sum,
+                hot_next, hot_prev, pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive,
+                tau, scratch,
+            )  # fmt: skip
+            budget -= visited
+            if j >= 0:
+                move_node(order, i, j)
+                done += 1
+                tau = refresh(
+                    order, pos, last, during, after, prefix_max, suffix_max, excess_sum,
+                    hot_next, hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+                )  # fmt: skip
+                budget -= n + succ_idx.size
+    return done
