@@ -114,7 +114,6 @@ def test_disjoint_node_moves_apply_together(g, keep, seed):
     assert new_excess == pytest.approx(current[1] - falls, rel=1e-9, abs=1e-9)
     assert new_peak <= max(peak[i] for i in chosen) * (1 + 1e-12)
     assert _better((new_peak, new_excess), current, kernels.RELATIVE_TOLERANCE * current[0])
-
     improving = set(np.flatnonzero(target >= 0).tolist())
     skipped = search.passed[: len(improving) - picked].tolist()
     assert set(chosen) | set(skipped) == improving  # what was passed over, best first

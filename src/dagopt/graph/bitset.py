@@ -15,11 +15,16 @@ def bits_to_bool(bits: np.ndarray, num_nodes: int) -> np.ndarray:
     return unpacked[..., :num_nodes].astype(bool)
 
 
+def word_bits(nodes: np.ndarray) -> np.ndarray:
+    """Each node's bit within its 64-bit word of a bitset (word ``node >> 6``)."""
+    return np.left_shift(np.uint64(1), (nodes & 63).astype(np.uint64))
+
+
 def singleton_bits(num_nodes: int) -> np.ndarray:
     """``(num_nodes, words)`` array whose row ``v`` holds only bit ``v``."""
     bits = np.zeros((num_nodes, num_words(num_nodes)), dtype=np.uint64)
     nodes = np.arange(num_nodes)
-    bits[nodes, nodes >> 6] = np.left_shift(np.uint64(1), (nodes & 63).astype(np.uint64))
+    bits[nodes, nodes >> 6] = word_bits(nodes)
     return bits
 
 

@@ -32,7 +32,8 @@ between them:
   ``CLOSURE_RATIO``). They move a whole branch where a single node move is blocked by
   a dependency and a window DP's beam drops the states that allocate early to free
   late. The improving ones over disjoint stretches are applied, best first; the
-  search goes back to node moves after them.
+  search goes back to node moves after them. A sweep that finds none is not
+  repeated until the peak has changed (the stretches it scores hold a peak step).
 
 Window sizes grow from ``window`` (32) by doubling up to ``largest`` steps
 (``LARGEST_WINDOW``; 0: the whole graph; the whole graph when it is smaller), one size
@@ -199,13 +200,10 @@ class Search:
         self.stack = np.empty(n, dtype=np.int64)
         self.seq = np.empty(n, dtype=np.int64)
         self.stretch = np.empty(n)
-        self.changes = 0  # how often the order changed: equal counts, equal orders
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute the profile of ``order`` and its summaries (O(n + m)); counts a
-        change of the order (``changes``)."""
-        self.changes += 1
+        """Recompute the profile of ``order`` and its summaries (O(n + m))."""
         g = self.graph
         self.tau = kernels.refresh(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
@@ -246,7 +244,6 @@ class Search:
             self.move_peak, self.move_excess, self.taken, self.chosen, self.passed,
         )  # fmt: skip
         self.tau = self.ratio * self.peak
-        self.changes += done > 0
         return done
 
     def closure_candidates(
@@ -453,7 +450,7 @@ def search_thread(
         sizes.append(min(top, 2 * sizes[-1]))
     level, beam = 0, FIRST_BEAM
     whole_seconds_per_state = None  # measured cost of the whole-graph window DP
-    closure_failed_at = -1  # search.changes when a closure sweep last found nothing
+    closure_failed_at = -1.0  # the peak at which a closure sweep last found nothing
     flat_calls = 0  # node-move calls in a row that left the peak where it was
     while (
         time.perf_counter() < deadline
@@ -469,12 +466,12 @@ def search_thread(
         if stuck:
             flat_calls = 0
             start = int(rng.integers(n))
-        if stuck and search.changes != closure_failed_at:  # else the same sweep, again
+        if stuck and search.peak != closure_failed_at:  # closure moves are at the peak
             began = time.perf_counter()
             applied = search.closure_moves(start, deadline)
             counts["closure moves"] += applied
             stuck = applied == 0
-            closure_failed_at = search.changes if stuck else -1
+            closure_failed_at = search.peak if stuck else -1.0
             counts["closure seconds"] += time.perf_counter() - began
         if stuck:
             size = sizes[level]

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from dagopt.graph import Graph, num_words
-from dagopt.graph.bitset import singleton_bits
+from dagopt.graph.bitset import singleton_bits, word_bits
 
 _DEBRUIJN_CONSTANT = 0x03F79D71B4CB0A89
 _DEBRUIJN = np.uint64(_DEBRUIJN_CONSTANT)
@@ -31,12 +31,12 @@ class DPGraph:
         self.num_nodes = n
         self.words = num_words(n)
         src, dst = graph.edges
-        single = singleton_bits(n)
         self.succ_mask = np.zeros((n, self.words), dtype=np.uint64)
         self.pred_mask = np.zeros((n, self.words), dtype=np.uint64)
-        np.bitwise_or.at(self.succ_mask, src, single[dst])
-        np.bitwise_or.at(self.pred_mask, dst, single[src])
-        self.single = single
+        # one bit per edge, set in place: ``single[dst]`` would be an (edges, words) array
+        np.bitwise_or.at(self.succ_mask, (src, dst >> 6), word_bits(dst))
+        np.bitwise_or.at(self.pred_mask, (dst, src >> 6), word_bits(src))
+        self.single = singleton_bits(n)
         self.pred_ptr = graph.pred_ptr
         self.pred_idx = graph.pred_idx
         self.succ_ptr = graph.succ_ptr
