@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         name = f"layered graph of {args.nodes:,} nodes, seed {seed}"
     search = Search(graph, solve(graph, "inductor").order, keep_outputs=False)
     search.node_moves()  # loads the compiled kernels: set-up, not a sweep
-    search.descend(0, 0, np.inf)
+    search.descend(0, 0, np.inf)  # and the descent's: no move
     print(f"{name}: {graph.num_nodes:,} nodes, {graph.num_edges:,} edges; "
           f"Inductor's peak {search.peak:.6g}")  # fmt: skip
     print(markdown_row(["sweep", "scoring s", "nodes with a move", "moves applied", "peak"]))
