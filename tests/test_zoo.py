@@ -31,6 +31,7 @@ from dagopt.zoo import (
 from dagopt.zoo.models import (
     CHECK_TRANSFORMERS,
     CONV_SHAPE_MODELS,
+    DEV_DECODERS,
     HGNET_V2_MODELS,
     PATCH_EMBEDDING_MODELS,
     SIZE_VARIANT_MODELS,
@@ -466,6 +467,33 @@ def test_the_large_check_transformers_have_their_published_parameter_counts():
     """Qwen2-0.5B, OPT-350M and Phi-1.5 (about 9 GB of float32 weights in all)."""
     large = ("qwen2-0.5b", "opt-350m", "phi-1.5")
     _assert_training_only_with_counts({name: CHECK_COUNTS[name] for name in large})
+
+
+DEV_DECODER_COUNTS = {
+    "pythia-160m": 162_322_944,
+    "gpt-neo-125m": 125_198_592,
+    "bloom-560m": 559_214_592,
+    "gemma3-270m": 268_098_176,
+    "olmo-1b": 1_176_764_416,
+    "tinyllama-1.1b": 1_100_048_384,
+}
+
+
+def test_development_decoders_are_outside_the_held_out_and_check_sets():
+    """``anytime``'s development decoders: none in the catalogue, the held-out set or the
+    check transformers; the two smallest have their published parameter counts."""
+    assert [m.name for m in DEV_DECODERS] == list(DEV_DECODER_COUNTS)
+    assert not set(DEV_DECODER_COUNTS) & set(CHECK_COUNTS)
+    small = ("pythia-160m", "gpt-neo-125m")
+    _assert_training_only_with_counts({name: DEV_DECODER_COUNTS[name] for name in small})
+
+
+@pytest.mark.slow
+def test_the_larger_development_decoders_have_their_published_parameter_counts():
+    """BLOOM-560M, Gemma 3 270M, OLMo-1B and TinyLlama-1.1B (about 12 GB of float32
+    weights in all, one at a time)."""
+    large = ("bloom-560m", "gemma3-270m", "olmo-1b", "tinyllama-1.1b")
+    _assert_training_only_with_counts({name: DEV_DECODER_COUNTS[name] for name in large})
 
 
 def test_randwire_stages_are_seeded_watts_strogatz_dags():

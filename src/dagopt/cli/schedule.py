@@ -166,7 +166,10 @@ def schedule(
         int | None,
         typer.Option(
             min=0,
-            help="Longest closure move, steps; 0: the whole graph (anytime).",
+            help=(
+                "Longest closure move at first, steps, doubled where a sweep finds "
+                "nothing; 0: the whole graph (anytime)."
+            ),
             show_default=False,
         ),
     ] = None,

@@ -25,15 +25,19 @@ between them:
   the outputs it cannot free as boundary conditions, a beam of ``K`` states and the
   current window order anchored in the beam (as ``anchored-dp``), so the peak never
   rises. A window order of equal score is taken too (a sideways step across ties).
-- **closure moves** (``closure_kernels.closure_moves``), tried when node moves
+- **closure moves** (``closure_kernels.closure_sweep``), tried when node moves
   reach a local optimum, before a window: a node pulled earlier together with its
   ancestors that stand in the way, or pushed later with its descendants, over a
-  stretch of up to 2048 steps holding a peak step (``CLOSURE_REACH``,
-  ``CLOSURE_RATIO``). They move a whole branch where a single node move is blocked by
-  a dependency and a window DP's beam drops the states that allocate early to free
-  late. The improving ones over disjoint stretches are applied, best first; the
-  search goes back to node moves after them. A sweep that finds none is not
-  repeated until the peak has changed (the stretches it scores hold a peak step).
+  stretch holding a peak step (``CLOSURE_RATIO``) of up to 2048 steps
+  (``CLOSURE_REACH``), to the order's ends at most. They move a whole branch where a
+  single node move is blocked by a dependency and a window DP's beam drops the states
+  that allocate early to free late. The improving ones over disjoint stretches are
+  applied, best first, then the ones passed over that still improve; the search goes
+  back to node moves after them. After a sweep that finds none, the next one at the
+  same peak spans twice the steps (``closure_reaches``, up to the whole graph) if twice
+  the last sweep's time fits in ``CLOSURE_TIME_SHARE`` of the time left; a sweep
+  over the longest reach that finds none is not repeated until the peak has changed
+  (the stretches it scores hold a peak step).
 
 Window sizes grow from ``window`` (32) by doubling up to ``largest`` steps
 (``LARGEST_WINDOW``; 0: the whole graph; the whole graph when it is smaller), one size
@@ -116,15 +120,21 @@ KICK_NOISE = 1.0
 #: the same peaks, and 0.7 points worse with stretches of up to 64 steps; 0.97 was 0.3
 #: points worse).
 CLOSURE_RATIO = 1.0
-#: The longest stretch of a closure move, steps (``closure_reach``; 0: the whole graph).
+#: The longest stretch of a closure move at first, steps (``closure_reach``; 0: the whole
+#: graph), doubled at a peak where a sweep finds nothing (``closure_reaches``).
 #: Tuned on validation layered graphs and the zoo's training graphs: up to 64 steps did
 #: as well on layered graphs of 2000 nodes, but up to 512 took T5-small's training graph
 #: from -9 % to -35 % below Inductor in 10 s, and up to 2048 to -35 % on every seed (512:
 #: -12 to -35 % by the seed: its decoder embedding gradient and the buffer it is written
 #: into must move together past the peak); up to 4096 or the whole graph gave the same
 #: peaks there and less on an 18,545-node training graph, whose sweeps took most of the
-#: 10 s (docs/ordering.md, tuning rounds 3 and 4).
+#: 10 s (docs/ordering.md, tuning rounds 3 and 4; before sweeps applied the moves they
+#: passed over and grew their reach, docs/ordering.md, "Moves").
 CLOSURE_REACH = 2048
+#: A closure sweep that finds nothing is followed, at the same peak, by one of twice the
+#: reach (``closure_reaches``) when twice its time fits in this share of the time left
+#: (a first choice, the value of ``CUT_BOUND_SHARE``: not tuned).
+CLOSURE_TIME_SHARE = 0.25
 
 
 def closure_distances(reach: int) -> np.ndarray:
@@ -138,6 +148,16 @@ def closure_distances(reach: int) -> np.ndarray:
     if not distances or distances[-1] < reach:
         distances.append(reach)
     return np.array(distances, dtype=np.int64)
+
+
+def closure_reaches(first: int, n: int) -> list[int]:
+    """The reaches of the closure sweeps at one peak, steps: ``first`` (0: the whole
+    graph), doubled after every sweep that finds nothing, up to the whole graph."""
+    whole = max(n, 2)
+    reaches = [min(first or whole, whole)]
+    while reaches[-1] < whole:
+        reaches.append(min(2 * reaches[-1], whole))
+    return reaches
 
 
 #: The largest window, steps; 0: the whole graph. On layered validation graphs of 2000
@@ -169,7 +189,8 @@ class Search:
         n = graph.num_nodes
         self.graph = graph
         self.ratio = ratio
-        self.closure_distances = closure_distances(closure_reach or max(n, 2))
+        self.closure_levels = [closure_distances(r) for r in closure_reaches(closure_reach, n)]
+        self.closure_distances = self.closure_levels[0]
         sinks = graph.out_degree == 0
         self.kept = sinks & keep_outputs
         self.alive = np.where(sinks & ~self.kept, 0.0, graph.mem)
@@ -200,6 +221,7 @@ class Search:
         self.stack = np.empty(n, dtype=np.int64)
         self.seq = np.empty(n, dtype=np.int64)
         self.stretch = np.empty(n)
+        self.peak_next = np.empty(n, dtype=np.int64)
         self.refresh()
 
     def refresh(self) -> None:
@@ -266,7 +288,7 @@ class Search:
             self.suffix_max, self.excess_sum, g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx,
             g.mem, self.run, self.alive, self.tau, ratio * self.peak, distances, start,
             deadline, self.mark, self.count, self.stack, self.seq, self.stretch,
-            self.target, self.move_peak, self.move_excess,
+            self.peak_next, self.target, self.move_peak, self.move_excess,
         )  # fmt: skip
         return self.target.copy(), self.move_peak.copy(), self.move_excess.copy()
 
@@ -279,23 +301,22 @@ class Search:
         ratio: float = CLOSURE_RATIO,
         limit: int | None = None,
     ) -> int:
-        """Apply the improving closure moves over disjoint stretches (up to ``limit``;
-        default all), best first (``kernels.disjoint_moves``); returns how many."""
+        """Apply closure moves, every disjoint improving one of a sweep at once, then the
+        ones it passed over that still improve (``closure_kernels.closure_sweep``), up to
+        ``limit`` (default: no limit); returns how many."""
         g = self.graph
-        self.closure_candidates(start, deadline, distances=distances, ratio=ratio)
-        limit = g.num_nodes if limit is None else limit
-        picked, _ = kernels.disjoint_moves(
-            self.target, self.move_peak, self.move_excess, self.peak, start, limit, self.taken,
+        distances = self.closure_distances if distances is None else distances
+        done = closure_kernels.closure_sweep(
+            self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
+            self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev, g.pred_ptr,
+            g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive, self.kept,
+            self.ratio, ratio, distances, start, g.num_nodes if limit is None else limit,
+            deadline, self.scratch, self.mark, self.count, self.stack, self.seq, self.stretch,
+            self.peak_next, self.target, self.move_peak, self.move_excess, self.taken,
             self.chosen, self.passed,
         )  # fmt: skip
-        for i in self.chosen[:picked].tolist():
-            closure_kernels.apply_closure_move(
-                self.order, self.pos, i, int(self.target[i]), g.pred_ptr, g.pred_idx,
-                g.succ_ptr, g.succ_idx, self.mark, self.stack, self.seq,
-            )  # fmt: skip
-        if picked:
-            self.refresh()
-        return picked
+        self.tau = self.ratio * self.peak
+        return done
 
     def _outside(self, a: int, b: int) -> float:
         n = self.graph.num_nodes
@@ -451,6 +472,7 @@ def search_thread(
     level, beam = 0, FIRST_BEAM
     whole_seconds_per_state = None  # measured cost of the whole-graph window DP
     closure_failed_at = -1.0  # the peak at which a closure sweep last found nothing
+    reach, reach_seconds = 0, None  # the next sweep's level of reach; the last one's time
     flat_calls = 0  # node-move calls in a row that left the peak where it was
     while (
         time.perf_counter() < deadline
@@ -467,12 +489,20 @@ def search_thread(
             flat_calls = 0
             start = int(rng.integers(n))
         if stuck and search.peak != closure_failed_at:  # closure moves are at the peak
-            began = time.perf_counter()
-            applied = search.closure_moves(start, deadline)
-            counts["closure moves"] += applied
-            stuck = applied == 0
-            closure_failed_at = search.peak if stuck else -1.0
-            counts["closure seconds"] += time.perf_counter() - began
+            reach, reach_seconds = 0, None
+        if stuck and reach < len(search.closure_levels):
+            left = deadline - time.perf_counter()
+            if reach_seconds is None or 2 * reach_seconds <= CLOSURE_TIME_SHARE * left:
+                began = time.perf_counter()
+                applied = search.closure_moves(
+                    start, deadline, distances=search.closure_levels[reach]
+                )
+                reach_seconds = time.perf_counter() - began
+                counts["closure moves"] += applied
+                counts["closure seconds"] += reach_seconds
+                stuck = applied == 0
+                closure_failed_at = search.peak if stuck else -1.0
+                reach = reach + 1 if stuck else 0
         if stuck:
             size = sizes[level]
             width = min(beam, widest_beam(size))
@@ -545,7 +575,8 @@ def anytime_order(
     ``windows`` window DPs have run, or the order is proved optimal. Returns ``(order,
     proved_optimal, info)``; ``trace`` receives ``(seconds, peak)`` at each new best.
     ``guide``: a priority model (file or shipped name) whose greedy order is a second
-    start; ``closure_reach``: the longest closure move, steps (0: the whole graph)."""
+    start; ``closure_reach``: the longest closure move at first, steps (0: the whole
+    graph), doubled at a peak where a sweep finds nothing."""
     start = time.perf_counter()
     deadline = start + time_limit
     n = graph.num_nodes
@@ -627,8 +658,9 @@ def solve_anytime(
     ``largest``: the largest (0: the whole graph); ``windows``: stop after that many
     window DPs (with a seed and one thread, a reproducible run); ``threads``: searches
     sharing one best order; ``guide``: a priority model file, or a shipped model's name,
-    whose greedy order is a second start; ``closure_reach``: the longest closure move,
-    steps (0: the whole graph) (module docstring)."""
+    whose greedy order is a second start; ``closure_reach``: the longest closure move
+    at first, steps (0: the whole graph), doubled at a peak where a sweep finds nothing
+    (module docstring)."""
     limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
     if int(window) < 1:
         raise SolverError(f"window must be >= 1 step, got {window}")

@@ -13,13 +13,16 @@ by replaying it from the live memory entering it (``stretch_profile``) in
 O(stretch + its in-edges). This moves a branch as a whole: a consumer of a tensor
 that is live at the peak runs before the peak with the few nodes it needs, or a
 producer runs after it with its few consumers. As with node moves, moves over disjoint
-stretches apply together (``anytime_kernels.disjoint_moves``).
+stretches apply together (``anytime_kernels.disjoint_moves``), and a sweep then applies
+the moves it passed over that still improve on the new order (``closure_sweep``). On a
+training graph the weight gradients, all read by the output at the end, each want to
+be pushed past the same peak: the stretches overlap, and a sweep applied one of them.
 """
 
 import numpy as np
 from numba import njit
 
-from dagopt.schedule.anytime_kernels import better, now
+from dagopt.schedule.anytime_kernels import better, disjoint_moves, now, refresh
 
 
 @njit(cache=True, nogil=True)
@@ -108,64 +111,185 @@ def _arrange(order, a, b, first, stamp, mark, seq):
                 got += 1
 
 
+@njit(cache=True, inline="always")
+def _far_end(order, i, d, pull, stamp, mark):
+    """The far end of the stretch of a move of the node at step ``i`` by up to ``d``
+    steps, clipped to the order's ends: the step nearest ``i +- d`` whose node stays
+    (is not marked), since a moved node at the far end gives a shorter move's order;
+    ``i`` when there is none."""
+    if pull:
+        far = max(0, i - d)
+        while far < i and mark[order[far]] == stamp:
+            far += 1
+    else:
+        far = min(order.size - 1, i + d)
+        while far > i and mark[order[far]] == stamp:
+            far -= 1
+    return far
+
+
 @njit(cache=True, nogil=True)
-def closure_moves(
-    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
-    succ_ptr, succ_idx, mem, run, alive, tau, hot, distances, start, deadline, mark, count,
-    stack, seq, profile, target, move_peak, move_excess,
-):  # fmt: skip
-    """Every node's best pull or push (module docstring) by ``(peak, excess over tau)``
-    over the stretch lengths of ``distances`` (increasing) whose stretch holds a step at
-    or above ``hot``: the node at step ``i`` is best pulled to step ``target[i] < i`` or
-    pushed to ``target[i] > i``, giving the order the score ``(move_peak[i],
-    move_excess[i])``; ``target[i] = -1`` when none improves on the current order.
-    Nodes are visited from step ``start`` on until ``deadline`` (``perf_counter``
-    seconds) has passed (the others get -1). ``mark`` (ints, any values), ``count``
-    (zeroed ints) and the other buffers hold ``n`` entries."""
-    n = order.size
-    mark[:] = 0
-    target[:] = -1
-    hot_next = np.empty(n, dtype=np.int64)  # the next step with M_t >= hot
+def peak_steps(during, hot, hot_next):
+    """``hot_next[t]``: the first step from ``t`` on with ``M_t >= hot`` (``n`` if none)."""
+    n = during.size
     nxt = n
     for t in range(n - 1, -1, -1):
         if during[t] >= hot:
             nxt = t
         hot_next[t] = nxt
+
+
+@njit(cache=True, nogil=True)
+def best_closure_move(
+    i, order, pos, last, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
+    succ_ptr, succ_idx, mem, run, alive, tau, hot_next, distances, stamp, mark, count, stack,
+    seq, profile,
+):  # fmt: skip
+    """The best pull or push (module docstring) of the node at step ``i`` by ``(peak,
+    excess over tau)``, over stretches of up to ``distances`` steps (increasing; each
+    clipped to the order's ends, its far end moved in past the nodes that move with it,
+    which would give a shorter move's order) that hold a step of ``hot_next``
+    (``peak_steps``): returns ``(t, peak, excess, work)``, the target step (``t < i``
+    a pull, ``t > i`` a push, -1 when none improves on the current order), the score
+    the order would then have, and the steps the scoring visited. Marks nodes with
+    ``stamp`` and ``stamp + 1``, which no entry of ``mark`` may hold yet."""
+    n = order.size
     current_peak = prefix_max[n - 1]
-    stamp = 0
+    best_peak, best_excess, best_t = current_peak, excess_sum[n], -1
     reach = distances[-1]
+    work = 0
+    for pull in (True, False):
+        lo, hi = (max(0, i - reach), i) if pull else (i, min(n - 1, i + reach))
+        if hot_next[lo] > hi:
+            continue
+        cone = stamp if pull else stamp + 1
+        _mark_branch(
+            order, pos, i, lo, hi, pull, pred_ptr, pred_idx, succ_ptr, succ_idx, cone, mark,
+            stack,
+        )  # fmt: skip
+        reached = i  # the far end of the last stretch scored
+        for d in distances:
+            far = _far_end(order, i, d, pull, cone, mark)
+            if far == reached:
+                continue
+            reached = far
+            a, b = (far, i) if pull else (i, far)
+            if hot_next[a] > b:
+                continue
+            work += b - a + 1
+            _arrange(order, a, b, pull, cone, mark, seq)
+            peak, excess = _score(
+                seq, a, b, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+                pred_idx, mem, run, alive, tau, count, profile,
+            )  # fmt: skip
+            if better(peak, excess, best_peak, best_excess, current_peak):
+                best_peak, best_excess, best_t = peak, excess, far
+    return best_t, best_peak, best_excess, work
+
+
+@njit(cache=True, nogil=True)
+def closure_moves(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr, pred_idx,
+    succ_ptr, succ_idx, mem, run, alive, tau, hot, distances, start, deadline, mark, count,
+    stack, seq, profile, hot_next, target, move_peak, move_excess,
+):  # fmt: skip
+    """Every node's best pull or push (``best_closure_move``) over stretches holding a
+    step at or above ``hot``: the node at step ``i`` is best pulled to step ``target[i]
+    < i`` or pushed to ``target[i] > i``, giving the order the score ``(move_peak[i],
+    move_excess[i])``; ``target[i] = -1`` when none improves on the current order.
+    Nodes are visited from step ``start`` on until ``deadline`` (``perf_counter``
+    seconds) has passed (the others get -1). Returns the steps the scoring visited.
+    ``mark`` (ints, any values), ``count`` (zeroed ints) and the other buffers hold
+    ``n`` entries."""
+    n = order.size
+    mark[:] = 0
+    target[:] = -1
+    move_peak[:] = prefix_max[n - 1]
+    move_excess[:] = excess_sum[n]
+    peak_steps(during, hot, hot_next)
+    work = 0
     for offset in range(n):
         if offset % 64 == 63 and now() > deadline:
             break
         i = (start + offset) % n
-        best_peak, best_excess = current_peak, excess_sum[n]
-        for pull in (True, False):
-            lo, hi = (max(0, i - reach), i) if pull else (i, min(n - 1, i + reach))
-            if hot_next[lo] > hi:
-                continue
-            stamp += 1
-            _mark_branch(
-                order, pos, i, lo, hi, pull, pred_ptr, pred_idx, succ_ptr, succ_idx, stamp,
-                mark, stack,
+        target[i], move_peak[i], move_excess[i], visited = best_closure_move(
+            i, order, pos, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+            pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, hot_next, distances,
+            2 * offset + 2, mark, count, stack, seq, profile,
+        )  # fmt: skip
+        work += visited
+    return work
+
+
+@njit(cache=True, nogil=True)
+def closure_sweep(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
+    pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, hot_ratio,
+    distances, start, limit, deadline, scratch, mark, count, stack, seq, profile, peak_next,
+    target, move_peak, move_excess, taken, chosen, passed,
+):  # fmt: skip
+    """One sweep of closure moves with ``tau = ratio * peak`` over stretches holding a
+    step at or above ``hot_ratio * peak``: every node's best move is scored
+    (``closure_moves``) and all of them over disjoint stretches are applied, best first
+    (``anytime_kernels.disjoint_moves``); then the improving moves passed over (their
+    stretches overlap a better one's), best first, each scored again on the order as it
+    now is (``best_closure_move``) and applied where it still improves, for as long as
+    their scoring and the profiles it needs visit no more steps and edges than the
+    sweep's scoring did; at most ``limit`` moves in all. Returns the number applied and
+    leaves the profile arrays (``anytime_kernels.refresh``) describing ``order``."""
+    n = order.size
+    tau = refresh(
+        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+    )  # fmt: skip
+    budget = closure_moves(
+        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+        pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, hot_ratio * prefix_max[n - 1],
+        distances, start, deadline, mark, count, stack, seq, profile, peak_next, target,
+        move_peak, move_excess,
+    )  # fmt: skip
+    picked, skipped = disjoint_moves(
+        target, move_peak, move_excess, prefix_max[n - 1], start, limit, taken, chosen, passed
+    )
+    if picked == 0:
+        return 0
+    for c in range(skipped):
+        passed[c] = order[passed[c]]  # steps to nodes: the moves below shift steps
+    for c in range(picked):
+        i = chosen[c]
+        apply_closure_move(
+            order, pos, i, target[i], pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq
+        )
+    done = picked
+    stamp = 2 * n + 2  # above every stamp closure_moves used
+    c = 0
+    while True:
+        tau = refresh(
+            order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+            hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+        )  # fmt: skip
+        budget -= n + succ_idx.size
+        peak_steps(during, hot_ratio * prefix_max[n - 1], peak_next)
+        applied = False
+        while c < skipped and done < limit and budget > 0 and now() <= deadline:
+            i = pos[passed[c]]
+            c += 1
+            t, _, _, visited = best_closure_move(
+                i, order, pos, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+                pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, peak_next, distances,
+                stamp, mark, count, stack, seq, profile,
             )  # fmt: skip
-            for d in distances:
-                a, b = (i - d, i) if pull else (i, i + d)
-                if a < 0 or b >= n:
-                    break
-                if hot_next[a] > b:
-                    continue
-                # the node at the far end must stay: else this is a shorter move's order
-                if mark[order[a if pull else b]] == stamp:
-                    continue
-                _arrange(order, a, b, pull, stamp, mark, seq)
-                peak, excess = _score(
-                    seq, a, b, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
-                    pred_idx, mem, run, alive, tau, count, profile,
-                )  # fmt: skip
-                if better(peak, excess, best_peak, best_excess, current_peak):
-                    best_peak, best_excess = peak, excess
-                    target[i] = a if pull else b
-        move_peak[i], move_excess[i] = best_peak, best_excess
+            stamp += 2
+            budget -= visited
+            if t >= 0:
+                apply_closure_move(
+                    order, pos, i, t, pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq
+                )
+                done += 1
+                applied = True
+                break
+        if not applied:
+            return done
 
 
 @njit(cache=True, nogil=True)

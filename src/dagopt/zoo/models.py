@@ -638,20 +638,29 @@ HGNET_V2_MODELS: tuple[ZooModel, ...] = tuple(_hgnet_v2(size) for size in _HGNET
 
 
 def _check_text_model(
-    name: str, family: str, title: str, prefix: str, head: str, pooler: bool = True, **config: Any
+    name: str,
+    family: str,
+    title: str,
+    prefix: str,
+    head: str,
+    pooler: bool = True,
+    config_class: str | None = None,
+    **config: Any,
 ) -> ZooModel:
     """A ``transformers`` text model ``{prefix}{head}({prefix}Config(**config))`` (eager
     attention, no cache, ``SEQUENCE_LENGTH`` tokens), ``config`` spelled out in the
     description; ``head`` ``"Model"`` returns ``last_hidden_state``, any other head
-    ``logits``; ``pooler=False`` builds the model without its pooler."""
+    ``logits``; ``pooler=False`` builds the model without its pooler; ``config_class``
+    names another configuration class than ``{prefix}Config``."""
     output = "last_hidden_state" if head == "Model" else "logits"
-    description = f"{prefix}{head}({prefix}Config({_spelled(config)})): {title}; {output}"
+    config_class = config_class or f"{prefix}Config"
+    description = f"{prefix}{head}({config_class}({_spelled(config)})): {title}; {output}"
 
     def builder(size: str) -> Built:
         import transformers
 
         options = {"attn_implementation": "eager", "use_cache": False, **config}
-        model_config = getattr(transformers, f"{prefix}Config")(**options)
+        model_config = getattr(transformers, config_class)(**options)
         model_class = getattr(transformers, f"{prefix}{head}")
         model = model_class(model_config, **({} if pooler else {"add_pooling_layer": False}))
         inputs = (_tokens(model_config.vocab_size, SEQUENCE_LENGTH[size]),)
@@ -704,6 +713,55 @@ CHECK_TRANSFORMERS: tuple[ZooModel, ...] = (
 )  # fmt: skip
 
 
+#: Decoder language models at their published configurations, of families neither held
+#: out nor in the catalogue, added on 2026-12-07 as development graphs for ``anytime``
+#: (their training graphs), after the held-out transformers above had shown searches
+#: ending far above the lower bound on two decoders with tied embeddings: exportable by
+#: name, neither in the catalogue nor held out, and not used by the configuration
+#: dataset.
+DEV_DECODERS: tuple[ZooModel, ...] = (
+    _check_text_model(
+        "pythia-160m", "decoder", "Pythia-160M (Biderman et al. 2023), 12 layers, hidden"
+        " 768, 12 heads, rotary embeddings on a quarter of each head", "GPTNeoX",
+        "ForCausalLM", vocab_size=50304, hidden_size=768, num_hidden_layers=12,
+        num_attention_heads=12, intermediate_size=3072, rotary_pct=0.25,
+        tie_word_embeddings=False,
+    ),
+    _check_text_model(
+        "gpt-neo-125m", "decoder", "GPT-Neo 125M (Black et al. 2021), 12 layers, hidden"
+        " 768, 12 heads, global and local attention alternating", "GPTNeo", "ForCausalLM",
+        vocab_size=50257, hidden_size=768, num_layers=12, num_heads=12,
+        attention_types=[[["global", "local"], 6]], window_size=256,
+    ),
+    _check_text_model(
+        "bloom-560m", "decoder", "BLOOM-560M (BigScience 2022), 24 layers, hidden 1024,"
+        " 16 heads, ALiBi, tied embeddings of a 250,880-token vocabulary", "Bloom",
+        "ForCausalLM", vocab_size=250880, hidden_size=1024, n_layer=24, n_head=16,
+    ),
+    _check_text_model(
+        "gemma3-270m", "decoder", "Gemma 3 270M (Gemma team 2025), 18 layers, hidden 640,"
+        " 4 heads, 1 key-value head, tied embeddings of a 262,144-token vocabulary",
+        "Gemma3", "ForCausalLM", config_class="Gemma3TextConfig", vocab_size=262144,
+        hidden_size=640, intermediate_size=2048, num_hidden_layers=18,
+        num_attention_heads=4, num_key_value_heads=1, head_dim=256,
+        tie_word_embeddings=True,
+    ),
+    _check_text_model(
+        "olmo-1b", "decoder", "OLMo-1B (Groeneveld et al. 2024), 16 layers, hidden 2048,"
+        " 16 heads, tied embeddings", "Olmo", "ForCausalLM", vocab_size=50304,
+        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+        num_attention_heads=16, tie_word_embeddings=True,
+    ),
+    _check_text_model(
+        "tinyllama-1.1b", "decoder", "TinyLlama-1.1B (Zhang et al. 2024), a Llama-style"
+        " decoder, 22 layers, hidden 2048, 32 heads, 4 key-value heads", "Llama",
+        "ForCausalLM", vocab_size=32000, hidden_size=2048, intermediate_size=5632,
+        num_hidden_layers=22, num_attention_heads=32, num_key_value_heads=4,
+        tie_word_embeddings=False,
+    ),
+)  # fmt: skip
+
+
 _BY_NAME = {
     model.name: model
     for model in MODELS
@@ -714,6 +772,7 @@ _BY_NAME = {
     + SIZE_VARIANT_MODELS
     + HGNET_V2_MODELS
     + CHECK_TRANSFORMERS
+    + DEV_DECODERS
 }
 
 
