@@ -190,7 +190,6 @@ class Search:
         self.graph = graph
         self.ratio = ratio
         self.closure_levels = [closure_distances(r) for r in closure_reaches(closure_reach, n)]
-        self.closure_distances = self.closure_levels[0]
         sinks = graph.out_degree == 0
         self.kept = sinks & keep_outputs
         self.alive = np.where(sinks & ~self.kept, 0.0, graph.mem)
@@ -225,9 +224,10 @@ class Search:
         self.refresh()
 
     def refresh(self) -> None:
-        """Recompute the profile of ``order`` and its summaries (O(n + m))."""
+        """Recompute the profile of ``order`` and its summaries (O(n + m)); every method
+        that changes the order leaves them describing it."""
         g = self.graph
-        self.tau = kernels.refresh(
+        kernels.refresh(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev, g.succ_ptr,
             g.succ_idx, g.mem, self.run, self.kept, self.ratio, self.scratch,
@@ -236,6 +236,16 @@ class Search:
     @property
     def peak(self) -> float:
         return float(self.prefix_max[-1])
+
+    @property
+    def tau(self) -> float:
+        """The excess threshold, ``ratio`` times the peak."""
+        return self.ratio * self.peak
+
+    @property
+    def closure_distances(self) -> np.ndarray:
+        """The stretch lengths of a first closure sweep (``closure_levels[0]``)."""
+        return self.closure_levels[0]
 
     @property
     def excess(self) -> float:
@@ -258,15 +268,13 @@ class Search:
         once, then the ones it passed over that still improve (``kernels.descend``);
         returns how many (fewer: a local optimum, or the deadline)."""
         g = self.graph
-        done = kernels.descend(
+        return kernels.descend(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev,
             g.pred_ptr, g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive,
             self.kept, self.ratio, start, moves, deadline, self.scratch, self.target,
             self.move_peak, self.move_excess, self.taken, self.chosen, self.passed,
         )  # fmt: skip
-        self.tau = self.ratio * self.peak
-        return done
 
     def closure_candidates(
         self,
@@ -306,7 +314,7 @@ class Search:
         ``limit`` (default: no limit); returns how many."""
         g = self.graph
         distances = self.closure_distances if distances is None else distances
-        done = closure_kernels.closure_sweep(
+        return closure_kernels.closure_sweep(
             self.order, self.pos, self.last, self.during, self.after, self.prefix_max,
             self.suffix_max, self.excess_sum, self.hot_next, self.hot_prev, g.pred_ptr,
             g.pred_idx, g.succ_ptr, g.succ_idx, g.mem, self.run, self.alive, self.kept,
@@ -315,8 +323,6 @@ class Search:
             self.peak_next, self.target, self.move_peak, self.move_excess, self.taken,
             self.chosen, self.passed,
         )  # fmt: skip
-        self.tau = self.ratio * self.peak
-        return done
 
     def _outside(self, a: int, b: int) -> float:
         n = self.graph.num_nodes

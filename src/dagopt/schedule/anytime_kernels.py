@@ -567,13 +567,11 @@ def descend(
     as their scoring and the profiles it needs visit no more steps and edges than the
     sweep's scoring did. Stops after ``moves`` moves or more, at a local optimum, or
     once ``deadline`` (``perf_counter`` seconds) has passed; returns the number
-    applied. Leaves the profile arrays describing ``order``."""
+    applied. The profile arrays (``refresh``) must describe ``order`` on entry, and are
+    left describing it."""
     n = order.size
     done, sweeps = 0, 0
-    tau = refresh(
-        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
-        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
-    )  # fmt: skip
+    tau = ratio * prefix_max[n - 1]
     while done < moves and now() <= deadline:
         budget = node_moves(
             order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,

@@ -222,6 +222,21 @@ def closure_moves(
 
 
 @njit(cache=True, nogil=True)
+def _refresh_at(
+    order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
+    succ_ptr, succ_idx, mem, run, kept, ratio, hot_ratio, scratch, peak_next,
+):  # fmt: skip
+    """``anytime_kernels.refresh`` and the steps at or above ``hot_ratio * peak``
+    (``peak_steps``); returns ``tau``."""
+    tau = refresh(
+        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+    )  # fmt: skip
+    peak_steps(during, hot_ratio * prefix_max[-1], peak_next)
+    return tau
+
+
+@njit(cache=True, nogil=True)
 def closure_sweep(
     order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next, hot_prev,
     pred_ptr, pred_idx, succ_ptr, succ_idx, mem, run, alive, kept, ratio, hot_ratio,
@@ -235,13 +250,11 @@ def closure_sweep(
     stretches overlap a better one's), best first, each scored again on the order as it
     now is (``best_closure_move``) and applied where it still improves, for as long as
     their scoring and the profiles it needs visit no more steps and edges than the
-    sweep's scoring did; at most ``limit`` moves in all. Returns the number applied and
-    leaves the profile arrays (``anytime_kernels.refresh``) describing ``order``."""
+    sweep's scoring did; at most ``limit`` moves in all. Returns the number applied. The
+    profile arrays (``anytime_kernels.refresh``) must describe ``order`` on entry, and
+    are left describing it."""
     n = order.size
-    tau = refresh(
-        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
-        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
-    )  # fmt: skip
+    tau = ratio * prefix_max[n - 1]
     budget = closure_moves(
         order, pos, last, during, after, prefix_max, suffix_max, excess_sum, pred_ptr,
         pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, hot_ratio * prefix_max[n - 1],
@@ -261,35 +274,34 @@ def closure_sweep(
             order, pos, i, target[i], pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq
         )
     done = picked
-    stamp = 2 * n + 2  # above every stamp closure_moves used
-    c = 0
-    while True:
-        tau = refresh(
-            order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
-            hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, scratch,
+    tau = _refresh_at(
+        order, pos, last, during, after, prefix_max, suffix_max, excess_sum, hot_next,
+        hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, hot_ratio, scratch, peak_next,
+    )  # fmt: skip
+    budget -= n + succ_idx.size
+    for c in range(skipped):
+        if done == limit or budget <= 0 or now() > deadline:
+            break
+        i = pos[passed[c]]
+        # stamps above every one closure_moves used
+        t, _, _, visited = best_closure_move(
+            i, order, pos, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
+            pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, peak_next, distances,
+            2 * (n + c) + 2, mark, count, stack, seq, profile,
         )  # fmt: skip
-        budget -= n + succ_idx.size
-        peak_steps(during, hot_ratio * prefix_max[n - 1], peak_next)
-        applied = False
-        while c < skipped and done < limit and budget > 0 and now() <= deadline:
-            i = pos[passed[c]]
-            c += 1
-            t, _, _, visited = best_closure_move(
-                i, order, pos, last, after, prefix_max, suffix_max, excess_sum, pred_ptr,
-                pred_idx, succ_ptr, succ_idx, mem, run, alive, tau, peak_next, distances,
-                stamp, mark, count, stack, seq, profile,
+        budget -= visited
+        if t >= 0:
+            apply_closure_move(
+                order, pos, i, t, pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq
+            )
+            done += 1
+            tau = _refresh_at(
+                order, pos, last, during, after, prefix_max, suffix_max, excess_sum,
+                hot_next, hot_prev, succ_ptr, succ_idx, mem, run, kept, ratio, hot_ratio,
+                scratch, peak_next,
             )  # fmt: skip
-            stamp += 2
-            budget -= visited
-            if t >= 0:
-                apply_closure_move(
-                    order, pos, i, t, pred_ptr, pred_idx, succ_ptr, succ_idx, mark, stack, seq
-                )
-                done += 1
-                applied = True
-                break
-        if not applied:
-            return done
+            budget -= n + succ_idx.size
+    return done
 
 
 @njit(cache=True, nogil=True)
