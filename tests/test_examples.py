@@ -32,6 +32,7 @@ def test_every_example_script_is_tested():
     tested = {
         "make_small_cnn.py",
         "order_layered_graph.py",
+        "order_onnx_model.py",
         "order_saved_program.py",
         "place_model.py",
         "place_with_hsdag.py",
@@ -59,6 +60,17 @@ def test_ordering_a_saved_program_lowers_the_measured_peaks_of_its_runs(tmp_path
         measured, predicted = part.split("order")[-1].split(" MB measured, ")
         assert measured.split()[-1] == predicted.split()[0]  # the run is the prediction
     assert (tmp_path / "model.ordered.pt2").is_file()
+
+
+def test_an_onnx_model_runs_in_onnxruntime_in_the_written_order(tmp_path):
+    out = run_example("order_onnx_model.py", "--time-limit", "1", cwd=tmp_path)
+    for check in (
+        "onnxruntime ran the written order: True",
+        "every node's outputs had the bytes of the graph: True",
+        "outputs identical to the original model's: True",
+    ):
+        assert check in out
+    assert (tmp_path / "bert.ordered.onnx").is_file()
 
 
 def test_training_in_a_dagopt_order_matches_eager_with_less_memory(tmp_path):

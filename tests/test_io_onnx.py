@@ -18,6 +18,12 @@ from typer.testing import CliRunner
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.main import _UserErrorGroup
 from dagopt.errors import InputError, OrderError
+from dagopt.integrations.onnx_runtime import (
+    executed_kernels,
+    file_order_options,
+    kernel_names,
+    onnxruntime_order,
+)
 from dagopt.io import load, read_order, write_order
 from dagopt.io.json import read_graph_json, write_graph_json
 from dagopt.io.onnx import OnnxGraph, read_onnx, write_onnx
@@ -117,12 +123,15 @@ def node_names(path) -> list[str]:
 
 
 def assert_reorder_keeps_outputs(og: OnnxGraph, order, source, tmp_path, feeds) -> None:
-    """The model written in ``order`` passes the full checker, runs its nodes in that order
-    and computes exactly the outputs of the original."""
+    """The model written in ``order`` passes the full checker, lists its nodes in that
+    order, which onnxruntime runs under ``file_order_options`` as ``onnxruntime_order``
+    says, and computes exactly the outputs of the original."""
     out = write_onnx(og, order, tmp_path / "reordered.onnx")
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
     expected = [og.model.graph.node[i].name for i in og.onnx_order(order)]
     assert node_names(out) == expected
+    executed = [k.name for k in executed_kernels(out, feeds) if k.name in set(expected)]
+    assert executed == kernel_names(og, onnxruntime_order(og, order))
     for got, want in zip(run_ort(out, feeds), run_ort(source, feeds), strict=True):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
@@ -290,21 +299,138 @@ def test_subgraph_is_an_opaque_node_with_outer_edges(tmp_path):
     np.testing.assert_array_equal(graph.mem, [3 * F32, 1, 3 * F32, 3 * F32, 3 * F32, 3 * F32, 0])
 
 
-def test_symbolic_shapes_need_assume_size(tmp_path):
+def test_symbolic_shapes_need_assume_size(tmp_path, monkeypatch):
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
         helper.make_node("Neg", ["r"], ["y"], name="neg"),
     ]
     model = make_model(nodes, [tensor("x", ["batch", 4])], [tensor("y", ["batch", 4])])
     path = save(model, tmp_path / "symbolic.onnx")
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(
         InputError, match=r"'x' \(graph input\) has a non-static shape \[batch, 4\]"
     ):
         read_onnx(path)
+    # onnxruntime's incomplete symbolic inference writes nothing to the working directory
+    assert [p.name for p in tmp_path.iterdir()] == ["symbolic.onnx"]
     graph = read_onnx(path, assume_size=100).graph
     np.testing.assert_array_equal(graph.mem, [100, 100, 100, 0])
     with pytest.raises(InputError, match="assume_size must be"):
         read_onnx(path, assume_size=-1)
+
+
+def test_dims_size_symbolic_input_dimensions(tmp_path):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu"),
+        helper.make_node("Neg", ["r"], ["y"], name="neg"),
+    ]
+    model = make_model(nodes, [tensor("x", ["batch", 4])], [tensor("y", ["batch", 4])])
+    path = save(model, tmp_path / "symbolic.onnx")
+    og = read_onnx(path, dims={"batch": 3})
+    np.testing.assert_array_equal(og.graph.mem, [12 * F32, 12 * F32, 12 * F32, 0])
+    assert og.model.graph.input[0].type.tensor_type.shape.dim[0].dim_param == "batch"
+    with pytest.raises(
+        InputError, match=r"named 'seq' \(symbolic dimensions of the inputs: batch\)"
+    ):
+        read_onnx(path, dims={"batch": 3, "seq": 8})
+    with pytest.raises(InputError, match="'batch' must be a whole number >= 1, got 0"):
+        read_onnx(path, dims={"batch": 0})
+
+
+def shape_arithmetic() -> onnx.ModelProto:
+    """``x`` expanded to the shape ``Where(Equal(target, -ones), ones, target)``: the
+    arithmetic torch's exporter writes for ``expand`` (BERT's position ids), which ONNX's
+    data propagation leaves symbolic and onnxruntime's symbolic shape inference does not."""
+    arrays = {
+        "target": np.array([5, 6], dtype=np.int64),
+        "two": np.array([2], dtype=np.int64),
+        "minus_one": np.array(-1, dtype=np.int64),
+    }
+    one = numpy_helper.from_array(np.array([1], dtype=np.int64))
+    nodes = [
+        helper.make_node("ConstantOfShape", ["two"], ["ones"], name="ones", value=one),
+        helper.make_node("Mul", ["ones", "minus_one"], ["negative"], name="negative"),
+        helper.make_node("Equal", ["target", "negative"], ["unset"], name="unset"),
+        helper.make_node("Where", ["unset", "ones", "target"], ["shape"], name="shape"),
+        helper.make_node("Expand", ["x", "shape"], ["y"], name="expand"),
+    ]
+    initializers = [numpy_helper.from_array(a, name) for name, a in arrays.items()]
+    return make_model(
+        nodes, [tensor("x", [1, 6])], [tensor("y", ["rows", "columns"])], initializers
+    )
+
+
+def test_shape_arithmetic_gets_symbolic_inference_sizes(tmp_path):
+    path = save(shape_arithmetic(), tmp_path / "expand.onnx")
+    strict = onnx.shape_inference.infer_shapes(onnx.load(path), strict_mode=True, data_prop=True)
+    kinds = {v.name: v.type for v in (*strict.graph.value_info, *strict.graph.output)}
+    assert [d.HasField("dim_value") for d in kinds["y"].tensor_type.shape.dim] != [True, True]
+    og = read_onnx(path)
+    feeds = {"x": np.arange(6, dtype=np.float32).reshape(1, 6)}
+    assert_sizes_are_the_runs(og, path, feeds)
+    assert og.graph.mem[og.graph.names.index("expand")] == 5 * 6 * F32
+
+
+def assert_sizes_are_the_runs(og: OnnxGraph, path, feeds) -> None:
+    """Every node onnxruntime runs has the output bytes the graph gives it."""
+    index = {name: v for v, name in enumerate(og.graph.names)}
+    kernels = executed_kernels(path, feeds)
+    assert kernels
+    for kernel in kernels:
+        assert og.graph.mem[index[kernel.name]] == kernel.output_bytes, kernel.name
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+def test_exported_transformer_reads_with_the_sizes_it_runs_with(tmp_path):
+    """A ``transformers`` BERT exported by torch with a dynamic batch and length: sized
+    with ``dims``, its attention-mask arithmetic still needs symbolic shape inference;
+    every size read is the size of the real run, and a reordered model runs in the order
+    ``onnxruntime_order`` says (its ``Shape`` nodes moved first)."""
+    from transformers import BertConfig, BertModel
+
+    from dagopt.zoo.models import tensor_forward
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=100, hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32)  # fmt: skip
+    module = tensor_forward(BertModel(config), ("input_ids",), "last_hidden_state").eval()
+    tokens = torch.randint(0, 100, (2, 12))
+    path = tmp_path / "bert.onnx"
+    try:  # the TorchScript exporter needs no onnxscript; it is deprecated in recent torch
+        axes = {"ids": {0: "batch", 1: "length"}}
+        torch.onnx.export(
+            module, (tokens,), str(path), input_names=["ids"], dynamic_axes=axes, dynamo=False
+        )
+    except Exception as exc:
+        pytest.skip(f"torch.onnx.export (TorchScript) is not available: {exc}")
+    with pytest.raises(InputError, match="--dim NAME=SIZE"):
+        read_onnx(path)
+    og = read_onnx(path, dims={"batch": 2, "length": 12})
+    feeds = {"ids": tokens.numpy()}
+    assert_sizes_are_the_runs(og, path, feeds)
+    order = solve(og.graph, "random", seed=3, samples=1).order
+    moved = onnxruntime_order(og, order)
+    assert "Shape" in og.graph.op and not np.array_equal(moved, order)
+    assert_reorder_keeps_outputs(og, order, path, tmp_path, feeds)
+
+
+def test_onnxruntime_runs_the_file_order_under_its_options(tmp_path):
+    """Two chains joined by an Add, written interleaved: onnxruntime's default session
+    runs them in an order of its own, ``file_order_options`` in the file's."""
+    nodes = [
+        helper.make_node(op, [f"{chain}{k}"], [f"{chain}{k + 1}"], name=f"{chain}{k + 1}")
+        for k in range(3)
+        for chain, op in (("a", "Relu"), ("b", "Neg"))
+    ]
+    nodes.append(helper.make_node("Add", ["a3", "b3"], ["y"], name="add"))
+    inputs = [tensor("a0", [4]), tensor("b0", [4])]
+    path = save(make_model(nodes, inputs, [tensor("y", [4])]), tmp_path / "chains.onnx")
+    feeds = {"a0": np.ones(4, np.float32), "b0": np.ones(4, np.float32)}
+    file_order = [node.name for node in nodes]
+    assert [k.name for k in executed_kernels(path, feeds, file_order_options())] == file_order
+    default = [k.name for k in executed_kernels(path, feeds, ort.SessionOptions())]
+    assert sorted(default) == sorted(file_order) and default != file_order
 
 
 def test_unknown_types_are_named(tmp_path):
@@ -513,6 +639,17 @@ def test_cli_errors_are_one_line_with_exit_2(cli, tmp_path):
     assert_one_line_error(result, "--assume-size")
     result = invoke(cli, "import", symbolic, "--out", tmp_path / "g.json", "--assume-size", 64)
     assert result.exit_code == 0, result.output
+    for dims, message in (
+        (["n=two"], "--dim 'n=two': give NAME=SIZE"),
+        (["n=2", "n=3"], "--dim 'n' given twice"),
+        (["m=2"], "named 'm' (symbolic dimensions of the inputs: n)"),
+    ):
+        options = [arg for dim in dims for arg in ("--dim", dim)]
+        result = invoke(cli, "import", symbolic, "--out", tmp_path / "d.json", *options)
+        assert_one_line_error(result, message)
+    result = invoke(cli, "import", symbolic, "--out", tmp_path / "d.json", "--dim", "n=2")
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(load(tmp_path / "d.json").mem, [6 * F32, 6 * F32, 0])
 
     source = save(mlp(), tmp_path / "mlp.onnx")
     bad_order = tmp_path / "order.json"

@@ -53,6 +53,16 @@ def import_model(
             show_default=False,
         ),
     ] = None,
+    dims: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--dim",
+            metavar="NAME=SIZE",
+            help="Size of a symbolic dimension of the ONNX model's inputs (batch=1); repeat "
+            "for each.",
+            show_default=False,
+        ),
+    ] = None,
     mode: ProgramModeOption = Mode.inference,
     split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
@@ -64,10 +74,15 @@ def import_model(
     traced order of its forward and backward)."""
     check_output(out, model)
     program_options = mode != Mode.inference or not split_outputs or not core_aten
+    onnx_options = [
+        flag
+        for flag, given in (("--assume-size", assume_size), ("--dim", dims))
+        if given is not None
+    ]
     if model.suffix.lower() == ".pt2":
-        if assume_size is not None:
+        if onnx_options:
             raise InputError(
-                "--assume-size applies to ONNX models; saved programs have static shapes"
+                f"{onnx_options[0]} applies to ONNX models; saved programs have static shapes"
             )
         from dagopt.io.torch import state_bytes
         from dagopt.io.torch_program import read_exported_program
@@ -79,9 +94,9 @@ def import_model(
     elif program_options:
         raise InputError("--mode, --joint-outputs and --no-core-aten apply to .pt2 programs")
     elif model.suffix.lower() == ".xml":
-        if assume_size is not None:
+        if onnx_options:
             raise InputError(
-                "--assume-size applies to ONNX models; OpenVINO IRs need static shapes"
+                f"{onnx_options[0]} applies to ONNX models; OpenVINO IRs need static shapes"
             )
         from dagopt.io.openvino import read_openvino
 
@@ -90,7 +105,7 @@ def import_model(
     else:
         from dagopt.io.onnx import read_onnx
 
-        onnx_graph = read_onnx(model, assume_size=assume_size)
+        onnx_graph = read_onnx(model, assume_size=assume_size, dims=parse_dims(dims or []))
         graph, param_bytes = onnx_graph.graph, onnx_graph.param_bytes
     path = write_graph_json(graph, out)
     peak = peak_memory(graph, np.arange(graph.num_nodes), keep_outputs=True)
@@ -100,6 +115,20 @@ def import_model(
         f"file-order peak {fmt_mem(peak)} (outputs kept); wrote {path}",
         markup=False,
     )
+
+
+def parse_dims(pairs: list[str]) -> dict[str, int]:
+    """``--dim NAME=SIZE`` options as a mapping; a malformed or repeated one is an
+    ``InputError``."""
+    dims: dict[str, int] = {}
+    for pair in pairs:
+        name, sep, size = pair.partition("=")
+        if not sep or not name or not size.strip().isdigit():
+            raise InputError(f"--dim {pair!r}: give NAME=SIZE, a whole number of elements")
+        if name in dims:
+            raise InputError(f"--dim {name!r} given twice")
+        dims[name] = int(size)
+    return dims
 
 
 def export_onnx(
@@ -112,7 +141,10 @@ def export_onnx(
         ),
     ],
 ) -> None:
-    """Write MODEL with its nodes in the order of ORDER, checked by the ONNX checker."""
+    """Write MODEL with its nodes in the order of ORDER, checked by the ONNX checker.
+
+    onnxruntime runs the written order with its execution order PRIORITY_BASED and graph
+    optimizations off (`dagopt.integrations.onnx_runtime.file_order_options()`)."""
     check_output(out, model, order_path)
     if model.suffix.lower() != ".onnx":
         raise InputError(f"{model}: export-onnx writes ONNX models only; give the .onnx model")
@@ -124,6 +156,12 @@ def export_onnx(
     path = write_onnx(onnx_graph, order, out)
     count = len(onnx_graph.model.graph.node)
     console.print(f"wrote {path}: {count} ONNX nodes in the order of {order_path}", markup=False)
+    console.print(
+        "onnxruntime runs them in this order under "
+        "dagopt.integrations.onnx_runtime.file_order_options() (execution order "
+        "PRIORITY_BASED, graph optimizations off); its default session does not",
+        markup=False,
+    )
 
 
 def export_pt2(

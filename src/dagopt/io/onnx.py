@@ -1,16 +1,20 @@
 """ONNX importer and writer: a model file -> ``Graph``, and the model back in any order.
 
-``read_onnx`` loads a model, checks it (``onnx.checker``) and runs strict ONNX shape
-inference. The rules (``docs/real_models.md``, section ONNX):
+``read_onnx`` loads a model, checks it (``onnx.checker``), gives the graph inputs'
+symbolic dimensions the sizes the caller names (``dims``) and runs strict ONNX shape
+inference; the node outputs it leaves without a static size take the static types
+onnxruntime's symbolic shape inference gives them (it evaluates the shape arithmetic
+of exported models, ``Shape -> Gather -> ... -> Expand``, where ONNX's data propagation
+stops). The rules (``docs/real_models.md``, section ONNX):
 
 - nodes: one per graph input that has no initializer (op ``input``), one per ONNX node
   of the main graph in the file's order, then one ``output`` node: ``np.arange(n)`` is
   the file order;
 - ``mem``: bytes of the node's output tensors (sum over its outputs, read or not), from
   the element type and static shape of ``value_info`` / graph inputs / outputs;
-  sub-byte types are packed. A tensor without a static size (symbolic or unknown dims,
-  unknown type, strings, sequences) is an ``InputError`` naming it, unless
-  ``assume_size`` gives the bytes to assume;
+  sub-byte types are packed. A tensor without a static size after both inferences
+  (symbolic or unknown dims, unknown type, strings, sequences) is an ``InputError``
+  naming it, unless ``assume_size`` gives the bytes to assume;
 - parameters: initializers and the values of ``Constant`` nodes. A ``Constant`` node
   has ``mem`` 0; ``param_mem`` of a node is the bytes of the distinct parameters it
   reads (directly or from inside its subgraphs), plus the initializers of its subgraphs;
@@ -30,9 +34,10 @@ inference. The rules (``docs/real_models.md``, section ONNX):
 ``Graph``; everything else in the model is kept as it was.
 """
 
+import logging
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,25 +97,28 @@ class OnnxGraph:
         return [self.origin[v] for v in valid if isinstance(self.origin[v], int)]
 
 
-def read_onnx(path: str | os.PathLike, *, assume_size: float | None = None) -> OnnxGraph:
+def read_onnx(
+    path: str | os.PathLike,
+    *,
+    assume_size: float | None = None,
+    dims: Mapping[str, int] | None = None,
+) -> OnnxGraph:
     """Read an ONNX model file into a ``Graph`` (rules in the module doc).
 
-    ``assume_size`` is the size in bytes taken for every tensor whose size shape
-    inference leaves unknown; without it such a tensor is an ``InputError``. A missing,
-    truncated or invalid file, or a failed shape inference, is an ``InputError``.
+    ``dims`` maps symbolic dimension names of the graph inputs (``batch``,
+    ``sequence``...) to sizes; a name no graph input has is an ``InputError``. The model
+    of the result is the file's, symbolic dimensions and all. ``assume_size`` is the
+    size in bytes taken for every tensor whose size shape inference leaves unknown;
+    without it such a tensor is an ``InputError``. A missing, truncated or invalid file,
+    or a failed shape inference, is an ``InputError``.
     """
     file = Path(path)
     if assume_size is not None and not (math.isfinite(assume_size) and assume_size >= 0):
         raise InputError(f"assume_size must be a finite number of bytes >= 0, got {assume_size}")
     model = _load(file)
     try:
-        inferred = onnx.shape_inference.infer_shapes(
-            model, check_type=True, strict_mode=True, data_prop=True
-        )
-    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, ValueError) as exc:
-        raise InputError(f"{file}: shape inference failed: {_one_line(exc)}") from None
-    try:
-        return _build(model, inferred.graph, file.stem, assume_size)
+        inferred = _inferred_graph(_with_dims(model, dims or {}))
+        return _build(model, inferred, file.stem, assume_size)
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
     except OverflowError:  # a size or FLOP count of dimensions beyond the float range
@@ -164,6 +172,97 @@ def _load(file: Path) -> onnx.ModelProto:
     except (onnx.checker.ValidationError, ValueError) as exc:
         raise InputError(f"{file}: invalid ONNX model: {_one_line(exc)}") from None
     return model
+
+
+# ----------------------------------------------------------------------- shape inference
+def _with_dims(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
+    """A copy of ``model`` whose graph inputs have the sizes ``dims`` names for their
+    symbolic dimensions (``model`` itself when ``dims`` is empty)."""
+    if not dims:
+        return model
+    for name, size in dims.items():
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InputError(f"dimension {name!r} must be a whole number >= 1, got {size!r}")
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    named: set[str] = set()
+    for value in fixed.graph.input:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param"):
+                named.add(dim.dim_param)
+                if dim.dim_param in dims:
+                    dim.dim_value = dims[dim.dim_param]
+    unknown = sorted(dims.keys() - named)
+    if unknown:
+        have = ", ".join(sorted(named)) or "none"
+        raise InputError(
+            f"no graph input has a dimension named {', '.join(map(repr, unknown))} "
+            f"(symbolic dimensions of the inputs: {have})"
+        )
+    return fixed
+
+
+def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+    """``model``'s main graph with the value types of strict ONNX shape inference, where
+    a node output left without a static size takes the type onnxruntime's symbolic shape
+    inference gives it if that one is static."""
+    try:
+        graph = onnx.shape_inference.infer_shapes(
+            model, check_type=True, strict_mode=True, data_prop=True
+        ).graph
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, ValueError) as exc:
+        raise InputError(f"shape inference failed: {_one_line(exc)}") from None
+    unresolved = _unresolved_outputs(graph)
+    if not unresolved:
+        return graph
+    resolved = {
+        value.name: value
+        for value in (*_symbolic_values(model), *graph.value_info)
+        if value.name in unresolved and _static_bytes(value.type) is not None
+    }
+    for value in (*graph.value_info, *graph.output):
+        if value.name in resolved:
+            value.type.CopyFrom(resolved.pop(value.name).type)
+    graph.value_info.extend(resolved.values())
+    return graph
+
+
+def _unresolved_outputs(graph: onnx.GraphProto) -> set[str]:
+    """Names of the main graph's node outputs without a static size."""
+    types = {v.name: v.type for v in (*graph.value_info, *graph.output)}
+    return {
+        name
+        for node in graph.node
+        for name in node.output
+        if name and (name not in types or _static_bytes(types[name]) is None)
+    }
+
+
+def _symbolic_values(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The value types onnxruntime's symbolic shape inference gives ``model``'s main
+    graph, as far as it gets; none where it cannot run on the model (an op it has no
+    rule for, say: its failures are of many kinds, and the sizes it cannot give stay
+    unknown). The loop of ``SymbolicShapeInference.infer_shapes``, which on an
+    incomplete inference saves the model to ``sym_shape_infer_temp.onnx`` (and its
+    weights beside it) in the working directory and keeps its partial result to itself."""
+    from onnxruntime.tools import symbolic_shape_infer
+
+    logger = logging.getLogger(symbolic_shape_infer.__name__)
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # its warnings name dims it leaves symbolic: we report those
+    try:
+        inference = symbolic_shape_infer.SymbolicShapeInference(
+            int_max=2**31 - 1, auto_merge=False, guess_output_rank=False, verbose=0
+        )
+        inference._preprocess(model)
+        while inference.run_:
+            inference._infer_impl()
+        inference._update_output_from_vi()
+    except Exception:  # see the docstring: the sizes stay unknown
+        return []
+    finally:
+        logger.setLevel(level)
+    return [*inference.out_mp_.graph.value_info, *inference.out_mp_.graph.output]
 
 
 # ------------------------------------------------------------------------- tensor sizes
@@ -351,8 +450,9 @@ class _Builder:
         if self.assume_size is not None:
             return float(self.assume_size)
         raise InputError(
-            f"tensor {name!r} ({owner}) has {_describe(type_proto)}; "
-            "give --assume-size BYTES (assume_size) to assume a size for such tensors"
+            f"tensor {name!r} ({owner}) has {_describe(type_proto)}; give the graph "
+            "inputs' symbolic dimensions sizes with --dim NAME=SIZE (dims), or "
+            "--assume-size BYTES (assume_size) to assume a size for such tensors"
         )
 
     def shape(self, name: str) -> tuple[int, ...] | None:

@@ -1,0 +1,116 @@
+"""Run an ONNX model in onnxruntime in the order of its file, and check that it did.
+
+``dagopt export-onnx`` (``dagopt.io.onnx.write_onnx``) writes a model's nodes in a
+dagopt order, but onnxruntime's default execution order is a topological sort of its
+own, after graph optimizations that fuse and rewrite nodes: a file's order is not what
+its default session runs. ``file_order_options`` are the session options under which it
+is, but for two kinds of node: the ``PRIORITY_BASED`` execution order (no graph
+optimizations) is a Kahn sort that runs the ready node of the smallest index first,
+except that ``Shape`` and ``Size`` nodes run first as soon as they are ready (their
+outputs are a few int64s), and ``Constant`` nodes never run (onnxruntime makes them
+initializers when it loads the model). ``onnxruntime_order`` is that order for a model
+written in a dagopt order, as an order of its ``Graph``; the few moved ``Shape`` nodes
+barely change its peak.
+
+``executed_kernels`` runs a session with profiling on and reads the nodes' kernels in
+the order they ran, with the bytes of their outputs, so that a caller can check both.
+The nodes of a subgraph are listed as they run, before the ``If``, ``Loop`` or ``Scan``
+node that ran them, which finishes last.
+"""
+
+import heapq
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+import numpy as np
+import onnxruntime as ort
+
+from dagopt.graph import validate_order
+from dagopt.io.onnx import OnnxGraph
+
+#: Suffix of the profiler's event for a node's kernel (``{node name}_kernel_time``).
+KERNEL_EVENT = "_kernel_time"
+#: Ops onnxruntime's ``PRIORITY_BASED`` order runs as soon as they are ready.
+EARLY_OPS = ("Shape", "Size")
+#: Nodes of a ``dagopt.io.onnx`` graph that are no kernel: available from the start.
+NOT_RUN = ("input", "Constant")
+
+
+def file_order_options() -> ort.SessionOptions:
+    """Session options under which onnxruntime runs a model's nodes in the file's order
+    (module doc): ``PRIORITY_BASED`` execution order, graph optimizations off."""
+    options = ort.SessionOptions()
+    options.execution_order = ort.ExecutionOrder.PRIORITY_BASED
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return options
+
+
+def onnxruntime_order(onnx_graph: OnnxGraph, order: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The order of ``onnx_graph.graph`` in which onnxruntime runs the model written in
+    ``order`` (``write_onnx``) under ``file_order_options`` (module doc): a Kahn sort
+    that takes graph inputs, ``Constant``, ``Shape`` and ``Size`` nodes as soon as they
+    are ready and every other node in the order of ``order``."""
+    graph = onnx_graph.graph
+    position = np.empty(graph.num_nodes, dtype=np.int64)
+    position[validate_order(graph, order)] = np.arange(graph.num_nodes)
+    early = [op in EARLY_OPS or op in NOT_RUN for op in graph.op]
+    waiting = graph.in_degree.copy()
+    ready = [(not early[v], position[v], v) for v in np.flatnonzero(waiting == 0)]
+    heapq.heapify(ready)
+    result = []
+    while ready:
+        _, _, v = heapq.heappop(ready)
+        result.append(v)
+        for w in graph.successors(v):
+            waiting[w] -= 1
+            if waiting[w] == 0:
+                heapq.heappush(ready, (not early[w], position[w], w))
+    return np.asarray(result, dtype=np.int64)
+
+
+def kernel_names(onnx_graph: OnnxGraph, order: Sequence[int] | np.ndarray) -> list[str]:
+    """The ONNX names of the nodes of ``order`` that run as kernels (not graph inputs,
+    ``Constant`` or the ``output`` node), in that order: what ``executed_kernels``
+    reports of a run in that order, for a model whose nodes all have names (exporters
+    name every node; onnxruntime names an unnamed one itself)."""
+    nodes = onnx_graph.model.graph.node
+    return [
+        nodes[onnx_graph.origin[v]].name
+        for v in validate_order(onnx_graph.graph, order)
+        if isinstance(onnx_graph.origin[v], int) and onnx_graph.graph.op[v] not in NOT_RUN
+    ]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One node's kernel as onnxruntime's profiler saw it run: the node's name and the
+    bytes of its outputs (``output_size``)."""
+
+    name: str
+    output_bytes: int
+
+
+def executed_kernels(
+    path: str | os.PathLike,
+    feeds: Mapping[str, np.ndarray],
+    options: ort.SessionOptions | None = None,
+) -> list[Kernel]:
+    """The kernels of ``path``'s nodes in the order they finished in one run on
+    ``feeds`` (CPU), under ``options`` (``file_order_options()`` by default); subgraphs'
+    nodes included (module doc)."""
+    options = options or file_order_options()
+    with TemporaryDirectory(prefix="dagopt-ort-profile-") as folder:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(folder) / "profile")
+        session = ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
+        session.run(None, dict(feeds))
+        events = json.loads(Path(session.end_profiling()).read_text())
+    return [
+        Kernel(event["name"].removesuffix(KERNEL_EVENT), int(event["args"]["output_size"]))
+        for event in events
+        if event.get("cat") == "Node" and event["name"].endswith(KERNEL_EVENT)
+    ]
