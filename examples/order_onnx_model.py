@@ -30,8 +30,8 @@ from transformers import BertConfig, BertModel
 from dagopt.integrations.onnx_runtime import (
     executed_kernels,
     file_order_options,
-    kernel_names,
     onnxruntime_order,
+    ran_in_order,
 )
 from dagopt.io.onnx import read_onnx, write_onnx
 from dagopt.objectives import peak_memory
@@ -74,7 +74,7 @@ write_onnx(model, run.order, "bert.ordered.onnx")
 feeds = {"input_ids": tokens.numpy()}
 kernels = executed_kernels("bert.ordered.onnx", feeds)
 runs = onnxruntime_order(model, run.order)  # Shape nodes first, as onnxruntime runs them
-same_order = [kernel.name for kernel in kernels] == kernel_names(model, runs)
+same_order = ran_in_order(model, run.order, kernels)
 print(f"onnxruntime ran the written order: {same_order} ({len(kernels)} kernels)")
 moved = peak_memory(graph, runs, keep_outputs=True)
 extra = moved - run.peak_memory

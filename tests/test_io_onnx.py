@@ -23,6 +23,7 @@ from dagopt.integrations.onnx_runtime import (
     file_order_options,
     kernel_names,
     onnxruntime_order,
+    ran_in_order,
 )
 from dagopt.io import load, read_order, write_order
 from dagopt.io.json import read_graph_json, write_graph_json
@@ -131,7 +132,9 @@ def assert_reorder_keeps_outputs(og: OnnxGraph, order, source, tmp_path, feeds) 
     expected = [og.model.graph.node[i].name for i in og.onnx_order(order)]
     assert node_names(out) == expected
     executed = [k.name for k in executed_kernels(out, feeds) if k.name in set(expected)]
-    assert executed == kernel_names(og, onnxruntime_order(og, order))
+    assert executed == kernel_names(og, onnxruntime_order(og, order))  # no no-op nodes here
+    assert ran_in_order(og, order, executed_kernels(out, feeds))
+    assert not ran_in_order(og, order, executed_kernels(out, feeds)[::-1])
     for got, want in zip(run_ort(out, feeds), run_ort(source, feeds), strict=True):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
@@ -366,6 +369,8 @@ def test_shape_arithmetic_gets_symbolic_inference_sizes(tmp_path):
     kinds = {v.name: v.type for v in (*strict.graph.value_info, *strict.graph.output)}
     assert [d.HasField("dim_value") for d in kinds["y"].tensor_type.shape.dim] != [True, True]
     og = read_onnx(path)
+    assert og.symbolic_sized == {"y"}
+    assert read_onnx(save(mlp(), tmp_path / "mlp.onnx")).symbolic_sized == set()
     feeds = {"x": np.arange(6, dtype=np.float32).reshape(1, 6)}
     assert_sizes_are_the_runs(og, path, feeds)
     assert og.graph.mem[og.graph.names.index("expand")] == 5 * 6 * F32

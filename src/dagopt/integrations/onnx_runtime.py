@@ -7,10 +7,12 @@ its default session runs. ``file_order_options`` are the session options under w
 is, but for two kinds of node: the ``PRIORITY_BASED`` execution order (no graph
 optimizations) is a Kahn sort that runs the ready node of the smallest index first,
 except that ``Shape`` and ``Size`` nodes run first as soon as they are ready (their
-outputs are a few int64s), and ``Constant`` nodes never run (onnxruntime makes them
-initializers when it loads the model). ``onnxruntime_order`` is that order for a model
-written in a dagopt order, as an order of its ``Graph``; the few moved ``Shape`` nodes
-barely change its peak.
+outputs are a few int64s), ``Constant`` nodes never run (onnxruntime makes them
+initializers when it loads the model), and neither do nodes it drops as no-ops (a
+``Cast`` to its input's own type, in ViT-B's export). ``onnxruntime_order`` is that
+order for a model written in a dagopt order, as an order of its ``Graph``; the few
+moved ``Shape`` nodes barely change its peak, and ``ran_in_order`` checks a run against
+it.
 
 ``executed_kernels`` runs a session with profiling on and reads the nodes' kernels in
 the order they ran, with the bytes of their outputs, so that a caller can check both.
@@ -114,3 +116,15 @@ def executed_kernels(
         for event in events
         if event.get("cat") == "Node" and event["name"].endswith(KERNEL_EVENT)
     ]
+
+
+def ran_in_order(
+    onnx_graph: OnnxGraph, order: Sequence[int] | np.ndarray, kernels: Sequence[Kernel]
+) -> bool:
+    """Whether ``kernels`` (``executed_kernels`` of the model written in ``order``) ran in
+    ``onnxruntime_order``: the main graph's kernels that ran, all in the order it gives
+    (onnxruntime may drop a no-op node, module doc, but not move one)."""
+    expected = kernel_names(onnx_graph, onnxruntime_order(onnx_graph, order))
+    names = set(expected)
+    ran = [kernel.name for kernel in kernels if kernel.name in names]
+    return bool(ran) and [name for name in expected if name in set(ran)] == ran

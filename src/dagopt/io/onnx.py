@@ -79,13 +79,15 @@ class OnnxGraph:
     ``model.graph.node``, a ``str`` the name of a graph input, ``None`` the ``output``
     node. ``model`` is the file's model as loaded (without inferred shapes);
     ``param_bytes`` the bytes of all its parameters (initializers, ``Constant`` values,
-    initializers of subgraphs), each counted once.
+    initializers of subgraphs), each counted once; ``symbolic_sized`` the names of the
+    node outputs whose sizes came from onnxruntime's symbolic shape inference.
     """
 
     graph: Graph
     model: onnx.ModelProto
     origin: tuple[int | str | None, ...]
     param_bytes: float
+    symbolic_sized: frozenset[str] = frozenset()
 
     def onnx_order(self, order: Sequence[int] | np.ndarray) -> list[int]:
         """Indices into ``model.graph.node`` in the order ``order`` runs them.
@@ -117,8 +119,8 @@ def read_onnx(
         raise InputError(f"assume_size must be a finite number of bytes >= 0, got {assume_size}")
     model = _load(file)
     try:
-        inferred = _inferred_graph(_with_dims(model, dims or {}))
-        return _build(model, inferred, file.stem, assume_size)
+        inferred, symbolic_sized = _inferred_graph(_with_dims(model, dims or {}))
+        return _build(model, inferred, file.stem, assume_size, symbolic_sized)
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
     except OverflowError:  # a size or FLOP count of dimensions beyond the float range
@@ -202,10 +204,10 @@ def _with_dims(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelPro
     return fixed
 
 
-def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
+def _inferred_graph(model: onnx.ModelProto) -> tuple[onnx.GraphProto, frozenset[str]]:
     """``model``'s main graph with the value types of strict ONNX shape inference, where
     a node output left without a static size takes the type onnxruntime's symbolic shape
-    inference gives it if that one is static."""
+    inference gives it if that one is static; and the names of those outputs."""
     try:
         graph = onnx.shape_inference.infer_shapes(
             model, check_type=True, strict_mode=True, data_prop=True
@@ -214,17 +216,18 @@ def _inferred_graph(model: onnx.ModelProto) -> onnx.GraphProto:
         raise InputError(f"shape inference failed: {_one_line(exc)}") from None
     unresolved = _unresolved_outputs(graph)
     if not unresolved:
-        return graph
+        return graph, frozenset()
     resolved = {
         value.name: value
         for value in (*_symbolic_values(model), *graph.value_info)
         if value.name in unresolved and _static_bytes(value.type) is not None
     }
+    sized = frozenset(resolved)
     for value in (*graph.value_info, *graph.output):
         if value.name in resolved:
             value.type.CopyFrom(resolved.pop(value.name).type)
     graph.value_info.extend(resolved.values())
-    return graph
+    return graph, sized
 
 
 def _unresolved_outputs(graph: onnx.GraphProto) -> set[str]:
@@ -528,7 +531,11 @@ class _Builder:
 
 
 def _build(
-    model: onnx.ModelProto, inferred: onnx.GraphProto, name: str, assume_size: float | None
+    model: onnx.ModelProto,
+    inferred: onnx.GraphProto,
+    name: str,
+    assume_size: float | None,
+    symbolic_sized: frozenset[str],
 ) -> OnnxGraph:
     builder = _Builder(inferred, assume_size)
     for value in inferred.input:
@@ -542,4 +549,5 @@ def _build(
         model=model,
         origin=tuple(builder.origin),
         param_bytes=float(sum(builder.params.values()) + builder.inner_params),
+        symbolic_sized=symbolic_sized,
     )
