@@ -15,8 +15,8 @@ onnxruntime runs the written file under ``file_order_options()``: whether its ke
 ran in ``onnxruntime_order``, whether the outputs equal those of the exported file run
 the same way, bit for bit, and the peaks (predicted, outputs kept) of the exported
 order and of the order onnxruntime runs.
-Export and the numba warm-up are not timed; a model the exporter cannot export gets a
-row that says why.
+Export and the numba warm-up are not timed; a model the exporter cannot export, or with
+a tensor neither inference sizes, gets a row that says why.
 """
 
 import os
@@ -82,9 +82,15 @@ def _export_quietly(module, inputs, names: list[str], path: Path) -> None:
         )
 
 
+def _reason(exc: Exception) -> str:
+    """The first 200 characters of an exception's message, on one line."""
+    return " ".join(str(exc).split())[:200]
+
+
 def _row(name: str, time_limit: float, folder: Path) -> list[str]:
     import onnxruntime as ort
 
+    from dagopt.errors import InputError
     from dagopt.integrations.onnx_runtime import (
         executed_kernels,
         file_order_options,
@@ -99,11 +105,13 @@ def _row(name: str, time_limit: float, folder: Path) -> list[str]:
     try:
         feeds = _export(name, exported)
     except Exception as exc:  # an operator the exporter has no ONNX for: say which
-        reason = " ".join(str(exc).split())[-120:]
-        return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"export failed: {reason}"]
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"export failed: {_reason(exc)}"]
     dims = {"batch": next(iter(feeds.values())).shape[0]}
     start = time.perf_counter()
-    model = read_onnx(exported, dims=dims)
+    try:
+        model = read_onnx(exported, dims=dims)
+    except InputError as exc:  # a size neither inference gives: say which
+        return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"read failed: {_reason(exc)}"]
     read_seconds = time.perf_counter() - start
     graph = model.graph
     index = {node_name: v for v, node_name in enumerate(graph.names)}
