@@ -5,10 +5,11 @@
 
 Each zoo model (small size, inference, random weights) is exported with torch's ONNX
 exporter (TorchScript) with a dynamic batch dimension on every input, as exported
-models usually are, and read back with ``read_onnx(dims={"batch": B})``. On each: the
-nodes, the seconds the read took (ONNX and, where needed, onnxruntime's symbolic shape
-inference), how many node outputs the symbolic inference sized (``symbolic_sized``),
-and how many of the kernels onnxruntime ran had the output bytes the graph gives their
+models usually are, and read back with ``read_onnx(dims={"batch": B}, run_shapes=True)``.
+On each: the nodes, the seconds the read took (ONNX and, where needed, onnxruntime's
+symbolic shape inference and a run), how many node outputs the symbolic inference and
+the run sized (``symbolic_sized``, ``run_sized``), and how many of the kernels
+onnxruntime ran had the output bytes the graph gives their
 node (``executed_kernels`` of the exported file). ``anytime`` (``--time-limit``
 seconds, seed 0, outputs kept) orders the graph and ``write_onnx`` writes it;
 onnxruntime runs the written file under ``file_order_options()``: whether its kernels
@@ -109,7 +110,7 @@ def _row(name: str, time_limit: float, folder: Path) -> list[str]:
     dims = {"batch": next(iter(feeds.values())).shape[0]}
     start = time.perf_counter()
     try:
-        model = read_onnx(exported, dims=dims)
+        model = read_onnx(exported, dims=dims, run_shapes=True)
     except InputError as exc:  # a size neither inference gives: say which
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"read failed: {_reason(exc)}"]
     read_seconds = time.perf_counter() - start
@@ -133,7 +134,7 @@ def _row(name: str, time_limit: float, folder: Path) -> list[str]:
         name,
         f"{graph.num_nodes:,}",
         f"{read_seconds:.2f}",
-        f"{len(model.symbolic_sized):,}",
+        f"{len(model.symbolic_sized):,} / {len(model.run_sized):,}",
         f"{sized} / {len(kernels)}",
         "yes" if ran_in_order(model, run.order, ran) else "no",
         "yes" if identical else "no",
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "model (inference)",
         "nodes",
         "read s",
-        "outputs sized by symbolic inference",
+        "outputs sized by symbolic inference / a run",
         "kernels with the graph's bytes",
         "ran in onnxruntime_order",
         "identical outputs",

@@ -63,6 +63,14 @@ def import_model(
             show_default=False,
         ),
     ] = None,
+    run_shapes: Annotated[
+        bool,
+        typer.Option(
+            "--run-shapes",
+            help="Size the ONNX model's tensors that shape inference leaves unknown from "
+            "one onnxruntime run on inputs of its static shapes.",
+        ),
+    ] = False,
     mode: ProgramModeOption = Mode.inference,
     split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
@@ -76,7 +84,11 @@ def import_model(
     program_options = mode != Mode.inference or not split_outputs or not core_aten
     onnx_options = [
         flag
-        for flag, given in (("--assume-size", assume_size), ("--dim", dims))
+        for flag, given in (
+            ("--assume-size", assume_size),
+            ("--dim", dims),
+            ("--run-shapes", run_shapes or None),
+        )
         if given is not None
     ]
     if model.suffix.lower() == ".pt2":
@@ -105,7 +117,9 @@ def import_model(
     else:
         from dagopt.io.onnx import read_onnx
 
-        onnx_graph = read_onnx(model, assume_size=assume_size, dims=parse_dims(dims or []))
+        onnx_graph = read_onnx(
+            model, assume_size=assume_size, dims=parse_dims(dims or []), run_shapes=run_shapes
+        )
         graph, param_bytes = onnx_graph.graph, onnx_graph.param_bytes
     path = write_graph_json(graph, out)
     peak = peak_memory(graph, np.arange(graph.num_nodes), keep_outputs=True)

@@ -13,8 +13,9 @@ stops). The rules (``docs/real_models.md``, section ONNX):
 - ``mem``: bytes of the node's output tensors (sum over its outputs, read or not), from
   the element type and static shape of ``value_info`` / graph inputs / outputs;
   sub-byte types are packed. A tensor without a static size after both inferences
-  (symbolic or unknown dims, unknown type, strings, sequences) is an ``InputError``
-  naming it, unless ``assume_size`` gives the bytes to assume;
+  (and, with ``run_shapes``, an onnxruntime run: symbolic or unknown dims, unknown type,
+  strings, sequences) is an ``InputError`` naming it, unless ``assume_size`` gives the
+  bytes to assume;
 - parameters: initializers and the values of ``Constant`` nodes. A ``Constant`` node
   has ``mem`` 0; ``param_mem`` of a node is the bytes of the distinct parameters it
   reads (directly or from inside its subgraphs), plus the initializers of its subgraphs;
@@ -79,8 +80,9 @@ class OnnxGraph:
     ``model.graph.node``, a ``str`` the name of a graph input, ``None`` the ``output``
     node. ``model`` is the file's model as loaded (without inferred shapes);
     ``param_bytes`` the bytes of all its parameters (initializers, ``Constant`` values,
-    initializers of subgraphs), each counted once; ``symbolic_sized`` the names of the
-    node outputs whose sizes came from onnxruntime's symbolic shape inference.
+    initializers of subgraphs), each counted once; ``symbolic_sized`` and ``run_sized``
+    the names of the node outputs whose sizes came from onnxruntime's symbolic shape
+    inference and from an onnxruntime run (``read_onnx(run_shapes=True)``).
     """
 
     graph: Graph
@@ -88,6 +90,7 @@ class OnnxGraph:
     origin: tuple[int | str | None, ...]
     param_bytes: float
     symbolic_sized: frozenset[str] = frozenset()
+    run_sized: frozenset[str] = frozenset()
 
     def onnx_order(self, order: Sequence[int] | np.ndarray) -> list[int]:
         """Indices into ``model.graph.node`` in the order ``order`` runs them.
@@ -104,23 +107,26 @@ def read_onnx(
     *,
     assume_size: float | None = None,
     dims: Mapping[str, int] | None = None,
+    run_shapes: bool = False,
 ) -> OnnxGraph:
     """Read an ONNX model file into a ``Graph`` (rules in the module doc).
 
     ``dims`` maps symbolic dimension names of the graph inputs (``batch``,
     ``sequence``...) to sizes; a name no graph input has is an ``InputError``. The model
-    of the result is the file's, symbolic dimensions and all. ``assume_size`` is the
-    size in bytes taken for every tensor whose size shape inference leaves unknown;
-    without it such a tensor is an ``InputError``. A missing, truncated or invalid file,
-    or a failed shape inference, is an ``InputError``.
+    of the result is the file's, symbolic dimensions and all. ``run_shapes`` sizes the
+    node outputs both shape inferences leave unknown from one onnxruntime run of the
+    model (``_run_values``). ``assume_size`` is the size in bytes taken for every tensor
+    whose size is still unknown; without it such a tensor is an ``InputError``. A
+    missing, truncated or invalid file, or a failed shape inference or run, is an
+    ``InputError``.
     """
     file = Path(path)
     if assume_size is not None and not (math.isfinite(assume_size) and assume_size >= 0):
         raise InputError(f"assume_size must be a finite number of bytes >= 0, got {assume_size}")
     model = _load(file)
     try:
-        inferred, symbolic_sized = _inferred_graph(_with_dims(model, dims or {}))
-        return _build(model, inferred, file.stem, assume_size, symbolic_sized)
+        inferred, sized = _inferred_graph(_with_dims(model, dims or {}), run_shapes)
+        return _build(model, inferred, file.stem, assume_size, sized)
     except InputError as exc:
         raise InputError(f"{file}: {exc}") from None
     except OverflowError:  # a size or FLOP count of dimensions beyond the float range
@@ -204,10 +210,19 @@ def _with_dims(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelPro
     return fixed
 
 
-def _inferred_graph(model: onnx.ModelProto) -> tuple[onnx.GraphProto, frozenset[str]]:
+@dataclass(frozen=True)
+class _Sized:
+    """Names of the node outputs sized by onnxruntime's symbolic inference and by a run."""
+
+    symbolic: frozenset[str] = frozenset()
+    run: frozenset[str] = frozenset()
+
+
+def _inferred_graph(model: onnx.ModelProto, run_shapes: bool) -> tuple[onnx.GraphProto, _Sized]:
     """``model``'s main graph with the value types of strict ONNX shape inference, where
     a node output left without a static size takes the type onnxruntime's symbolic shape
-    inference gives it if that one is static; and the names of those outputs."""
+    inference gives it if that one is static, and then (``run_shapes``) the type it has
+    in an onnxruntime run; and the names of the outputs each sized."""
     try:
         graph = onnx.shape_inference.infer_shapes(
             model, check_type=True, strict_mode=True, data_prop=True
@@ -216,18 +231,25 @@ def _inferred_graph(model: onnx.ModelProto) -> tuple[onnx.GraphProto, frozenset[
         raise InputError(f"shape inference failed: {_one_line(exc)}") from None
     unresolved = _unresolved_outputs(graph)
     if not unresolved:
-        return graph, frozenset()
-    resolved = {
-        value.name: value
-        for value in (*_symbolic_values(model), *graph.value_info)
-        if value.name in unresolved and _static_bytes(value.type) is not None
-    }
-    sized = frozenset(resolved)
+        return graph, _Sized()
+    symbolic = _adopt(graph, _symbolic_values(model), unresolved)
+    unresolved -= symbolic
+    run = _adopt(graph, _run_values(model, unresolved), unresolved) if run_shapes else frozenset()
+    return graph, _Sized(symbolic, run)
+
+
+def _adopt(
+    graph: onnx.GraphProto, values: Iterable[onnx.ValueInfoProto], names: set[str]
+) -> frozenset[str]:
+    """Give ``graph``'s values of ``names`` the static types ``values`` has for them;
+    the names it gave one."""
+    static = {v.name: v for v in values if v.name in names and _static_bytes(v.type) is not None}
+    adopted = frozenset(static)
     for value in (*graph.value_info, *graph.output):
-        if value.name in resolved:
-            value.type.CopyFrom(resolved.pop(value.name).type)
-    graph.value_info.extend(resolved.values())
-    return graph, sized
+        if value.name in static:
+            value.type.CopyFrom(static.pop(value.name).type)
+    graph.value_info.extend(static.values())
+    return adopted
 
 
 def _unresolved_outputs(graph: onnx.GraphProto) -> set[str]:
@@ -266,6 +288,64 @@ def _symbolic_values(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     finally:
         logger.setLevel(level)
     return [*inference.out_mp_.graph.value_info, *inference.out_mp_.graph.output]
+
+
+def _run_values(model: onnx.ModelProto, names: set[str]) -> list[onnx.ValueInfoProto]:
+    """The types the node outputs ``names`` have in one onnxruntime run of ``model`` (CPU,
+    graph optimizations off, ``names`` added to the graph outputs) on inputs of its graph
+    inputs' static shapes: floats drawn from a normal distribution (seed 0), zeros of
+    every other element type. A size that depends on the data (``NonZero``) is the one
+    of that input. A graph input without a static shape, or a run that fails, is an
+    ``InputError``."""
+    import onnxruntime as ort
+
+    if not names:
+        return []
+    feeds = _run_feeds(model.graph)
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {value.name for value in probe.graph.output}
+    wanted = sorted(names)
+    probe.graph.output.extend(
+        onnx.helper.make_empty_tensor_value_info(name) for name in wanted if name not in outputs
+    )
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    try:
+        session = ort.InferenceSession(
+            probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        arrays = session.run(wanted, feeds)
+    except Exception as exc:  # onnxruntime's errors have no common base class
+        raise InputError(f"onnxruntime could not run the model: {_one_line(exc)}") from None
+    return [
+        onnx.helper.make_tensor_value_info(
+            name, onnx.helper.np_dtype_to_tensor_dtype(array.dtype), array.shape
+        )
+        for name, array in zip(wanted, arrays, strict=True)
+        if isinstance(array, np.ndarray)
+    ]
+
+
+def _run_feeds(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """Inputs for ``_run_values``: one array per graph input without an initializer."""
+    rng = np.random.default_rng(0)
+    initialized = {tensor.name for tensor in graph.initializer}
+    feeds = {}
+    for value in graph.input:
+        if value.name in initialized:
+            continue
+        dims = _static_dims(value.type)
+        bits = _element_bits(value.type.tensor_type.elem_type)
+        if dims is None or bits is None or value.type.tensor_type.elem_type in PACKED_BITS:
+            raise InputError(
+                f"graph input {value.name!r} has {_describe(value.type)}: a run to size "
+                "tensors needs static numeric inputs (give --dim NAME=SIZE)"
+            )
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        draws = rng.standard_normal(dims) if dtype.kind == "f" else np.zeros(dims)
+        feeds[value.name] = draws.astype(dtype)
+    return feeds
 
 
 # ------------------------------------------------------------------------- tensor sizes
@@ -454,7 +534,8 @@ class _Builder:
             return float(self.assume_size)
         raise InputError(
             f"tensor {name!r} ({owner}) has {_describe(type_proto)}; give the graph "
-            "inputs' symbolic dimensions sizes with --dim NAME=SIZE (dims), or "
+            "inputs' symbolic dimensions sizes with --dim NAME=SIZE (dims), take the "
+            "sizes of an onnxruntime run with --run-shapes (run_shapes), or give "
             "--assume-size BYTES (assume_size) to assume a size for such tensors"
         )
 
@@ -535,7 +616,7 @@ def _build(
     inferred: onnx.GraphProto,
     name: str,
     assume_size: float | None,
-    symbolic_sized: frozenset[str],
+    sized: _Sized,
 ) -> OnnxGraph:
     builder = _Builder(inferred, assume_size)
     for value in inferred.input:
@@ -549,5 +630,6 @@ def _build(
         model=model,
         origin=tuple(builder.origin),
         param_bytes=float(sum(builder.params.values()) + builder.inner_params),
-        symbolic_sized=symbolic_sized,
+        symbolic_sized=sized.symbolic,
+        run_sized=sized.run,
     )
