@@ -1,23 +1,26 @@
 """Zoo models exported to ONNX, read, ordered, written back and run in onnxruntime.
 
     python benchmarks/onnx_models.py                          # the 11 zoo models, 10 s
+    python benchmarks/onnx_models.py --exporter dynamo        # torch.export's exporter
     python benchmarks/onnx_models.py --models bert-base resnet-50 --time-limit 3
 
-Each zoo model (small size, inference, random weights) is exported with torch's ONNX
-exporter (TorchScript) with a dynamic batch dimension on every input, as exported
-models usually are, and read back with ``read_onnx(dims={"batch": B}, run_shapes=True)``.
-On each: the nodes, the seconds the read took (ONNX and, where needed, onnxruntime's
-symbolic shape inference and a run), how many node outputs the symbolic inference and
-the run sized (``symbolic_sized``, ``run_sized``), and how many of the kernels
-onnxruntime ran had the output bytes the graph gives their
+Each zoo model (small size, inference, random weights) is exported with one of torch's
+ONNX exporters: ``torchscript`` (the default here) with a dynamic batch dimension on
+every input, as exported models often are, read back with
+``read_onnx(dims={"batch": B}, run_shapes=True)``; or ``dynamo`` (``torch.export``,
+``onnxscript``; torch's default exporter), whose graphs have static shapes, read with
+``read_onnx(run_shapes=True)``. On each: the nodes, the seconds the read took (ONNX
+and, where needed, onnxruntime's symbolic shape inference and a run), how many node
+outputs the symbolic inference and the run sized (``symbolic_sized``, ``run_sized``),
+and how many of the kernels onnxruntime ran had the output bytes the graph gives their
 node (``executed_kernels`` of the exported file). ``anytime`` (``--time-limit``
 seconds, seed 0, outputs kept) orders the graph and ``write_onnx`` writes it;
 onnxruntime runs the written file under ``file_order_options()``: whether its kernels
 ran in ``onnxruntime_order``, whether the outputs equal those of the exported file run
 the same way, bit for bit, and the peaks (predicted, outputs kept) of the exported
-order and of the order onnxruntime runs.
-Export and the numba warm-up are not timed; a model the exporter cannot export, or with
-a tensor neither inference sizes, gets a row that says why.
+order and of the order onnxruntime runs. Export and the numba warm-up are not timed; a
+model the exporter cannot export, or with a tensor no inference or run sizes, gets a
+row that says why.
 """
 
 import os
@@ -47,30 +50,32 @@ MODELS = (
 )
 
 
-def _export(name: str, path: Path) -> dict[str, np.ndarray]:
+def _export(name: str, path: Path, exporter: str) -> dict[str, np.ndarray]:
     """Export zoo model ``name`` (small, inference) to ``path``; its inputs by name."""
     from dagopt.zoo import get_model
 
     module, inputs = get_model(name).build("small")
     names = [f"input_{k}" for k in range(len(inputs))]
-    # The TorchScript exporter is deprecated in recent torch, and its C++ prints the whole
-    # traced graph to stdout when it meets an operator it cannot export: the table keeps
+    # Both exporters are chatty, and the TorchScript one's C++ prints the whole traced
+    # graph to stdout when it meets an operator it cannot export: the table keeps
     # stdout, so file descriptor 1 points at stderr meanwhile.
     sys.stdout.flush()
     saved = os.dup(1)
     os.dup2(2, 1)
     try:
-        _export_quietly(module, inputs, names, path)
+        _export_quietly(module, inputs, names, path, exporter)
     finally:
         os.dup2(saved, 1)
         os.close(saved)
     return {input_name: x.numpy() for input_name, x in zip(names, inputs, strict=True)}
 
 
-def _export_quietly(module, inputs, names: list[str], path: Path) -> None:
-    """``torch.onnx.export`` (TorchScript) with a dynamic batch, its warnings silenced."""
+def _export_quietly(module, inputs, names: list[str], path: Path, exporter: str) -> None:
+    """``torch.onnx.export`` by ``exporter``, its warnings silenced; TorchScript with a
+    dynamic batch."""
     import torch
 
+    dynamic = exporter == "torchscript"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
@@ -78,8 +83,8 @@ def _export_quietly(module, inputs, names: list[str], path: Path) -> None:
             inputs,
             str(path),
             input_names=names,
-            dynamic_axes={input_name: {0: "batch"} for input_name in names},
-            dynamo=False,
+            dynamic_axes={input_name: {0: "batch"} for input_name in names} if dynamic else None,
+            dynamo=not dynamic,
         )
 
 
@@ -88,7 +93,7 @@ def _reason(exc: Exception) -> str:
     return " ".join(str(exc).split())[:200]
 
 
-def _row(name: str, time_limit: float, folder: Path) -> list[str]:
+def _row(name: str, time_limit: float, exporter: str, folder: Path) -> list[str]:
     import onnxruntime as ort
 
     from dagopt.errors import InputError
@@ -104,10 +109,10 @@ def _row(name: str, time_limit: float, folder: Path) -> list[str]:
 
     exported = folder / f"{name}.onnx"
     try:
-        feeds = _export(name, exported)
+        feeds = _export(name, exported, exporter)
     except Exception as exc:  # an operator the exporter has no ONNX for: say which
         return [name, "-", "-", "-", "-", "-", "-", "-", "-", f"export failed: {_reason(exc)}"]
-    dims = {"batch": next(iter(feeds.values())).shape[0]}
+    dims = {"batch": next(iter(feeds.values())).shape[0]} if exporter == "torchscript" else {}
     start = time.perf_counter()
     try:
         model = read_onnx(exported, dims=dims, run_shapes=True)
@@ -147,6 +152,9 @@ def _row(name: str, time_limit: float, folder: Path) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = script_parser(__doc__)
     add_zoo_search_options(parser, MODELS)
+    parser.add_argument(
+        "--exporter", choices=("torchscript", "dynamo"), default="torchscript", help="torch's"
+    )
     args = parser.parse_args(argv)
     check_zoo_models(args.models)
     columns = [
@@ -165,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown_rule("lrrrrllrrr"))
     with tempfile.TemporaryDirectory(prefix="dagopt-onnx-models-") as folder:
         for name in args.models:
-            print(markdown_row(_row(name, args.time_limit, Path(folder))), flush=True)
+            row = _row(name, args.time_limit, args.exporter, Path(folder))
+            print(markdown_row(row), flush=True)
     return 0
 
 

@@ -476,6 +476,32 @@ def test_exported_swin_reads_with_run_shapes(tmp_path):
     assert_reorder_keeps_outputs(og, order, path, tmp_path, feeds)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_dynamo_exported_transformer_reads_with_the_sizes_it_runs_with(tmp_path):
+    """torch's default exporter (``torch.export``, onnxscript) on a ``transformers``
+    GPT-2: static shapes throughout, every kernel with the bytes of the graph, and a
+    reordered model runs in ``onnxruntime_order`` with the same outputs."""
+    pytest.importorskip("onnxscript")
+    from transformers import GPT2Config, GPT2Model
+
+    from dagopt.zoo.models import tensor_forward
+
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=100, n_positions=16, n_embd=16, n_layer=1, n_head=2)
+    module = tensor_forward(GPT2Model(config), ("input_ids",), "last_hidden_state").eval()
+    tokens = torch.randint(0, 100, (1, 12))
+    path = tmp_path / "gpt2.onnx"
+    torch.onnx.export(module, (tokens,), str(path), input_names=["ids"], dynamo=True)
+    og = read_onnx(path)
+    assert og.symbolic_sized == set() and og.run_sized == set()
+    feeds = {"ids": tokens.numpy()}
+    assert_sizes_are_the_runs(og, path, feeds)
+    order = solve(og.graph, "random", seed=5, samples=1).order
+    assert_reorder_keeps_outputs(og, order, path, tmp_path, feeds)
+
+
 def test_onnxruntime_runs_the_file_order_under_its_options(tmp_path):
     """Two chains joined by an Add, written interleaved: onnxruntime's default session
     runs them in an order of its own, ``file_order_options`` in the file's."""
