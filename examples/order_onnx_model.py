@@ -32,6 +32,7 @@ from dagopt.integrations.onnx_runtime import (
     file_order_options,
     onnxruntime_order,
     ran_in_order,
+    size_mismatches,
 )
 from dagopt.io.onnx import read_onnx, write_onnx
 from dagopt.objectives import peak_memory
@@ -79,8 +80,7 @@ print(f"onnxruntime ran the written order: {same_order} ({len(kernels)} kernels)
 moved = peak_memory(graph, runs, keep_outputs=True)
 extra = moved - run.peak_memory
 print(f"peak of the order it ran: {moved / 1e6:.3f} MB ({extra:+.0f} bytes: Shape nodes first)")
-index = {name: v for v, name in enumerate(graph.names)}
-sizes = all(graph.mem[index[kernel.name]] == kernel.output_bytes for kernel in kernels)
+sizes = not size_mismatches(model, kernels)
 print(f"every node's outputs had the bytes of the graph: {sizes}")
 sessions = [
     ort.InferenceSession(path, file_order_options(), providers=["CPUExecutionProvider"])

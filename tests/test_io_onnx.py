@@ -19,10 +19,13 @@ from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.main import _UserErrorGroup
 from dagopt.errors import InputError, OrderError
 from dagopt.integrations.onnx_runtime import (
+    activations,
     executed_kernels,
     file_order_options,
+    measured_peak,
     onnxruntime_order,
     ran_in_order,
+    size_mismatches,
 )
 from dagopt.io import load, read_order, write_order
 from dagopt.io.json import read_graph_json, write_graph_json
@@ -320,6 +323,30 @@ def test_symbolic_shapes_need_assume_size(tmp_path, monkeypatch):
         read_onnx(path, assume_size=-1)
 
 
+def test_identity_of_a_parameter_is_that_parameter(tmp_path):
+    """torch's exporter writes an ``Identity`` of a shared weight; onnxruntime aliases it
+    (``measured_peak`` holds nothing for it), so it weighs nothing and its readers read
+    the weight, counted once."""
+    weight = numpy_helper.from_array(np.ones(3, dtype=np.float32), "w")
+    nodes = [
+        helper.make_node("Identity", ["w"], ["w_shared"], name="shared"),
+        helper.make_node("Identity", ["x"], ["x_copy"], name="copy"),
+        helper.make_node("Add", ["x_copy", "w_shared"], ["s"], name="add"),
+        helper.make_node("Mul", ["s", "w"], ["y"], name="mul"),
+    ]
+    model = make_model(nodes, [tensor("x", [3])], [tensor("y", [3])], [weight])
+    path = save(model, tmp_path / "shared.onnx")
+    og = read_onnx(path)
+    assert og.param_aliases == {1}
+    np.testing.assert_array_equal(og.graph.mem, [3 * F32, 0, 3 * F32, 3 * F32, 3 * F32, 0])
+    np.testing.assert_array_equal(og.graph.param_mem, [0, 3 * F32, 0, 3 * F32, 3 * F32, 0])
+    assert og.param_bytes == 3 * F32
+    feeds = {"x": np.arange(3, dtype=np.float32)}
+    assert_sizes_are_the_runs(og, path, feeds)
+    held = peak_memory(activations(og), onnxruntime_order(og, np.arange(6)), keep_outputs=True)
+    assert measured_peak(path, feeds) == held
+
+
 def test_dims_size_symbolic_input_dimensions(tmp_path):
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu"),
@@ -376,11 +403,9 @@ def test_shape_arithmetic_gets_symbolic_inference_sizes(tmp_path):
 
 def assert_sizes_are_the_runs(og: OnnxGraph, path, feeds) -> None:
     """Every node onnxruntime runs has the output bytes the graph gives it."""
-    index = {name: v for v, name in enumerate(og.graph.names)}
     kernels = executed_kernels(path, feeds)
     assert kernels
-    for kernel in kernels:
-        assert og.graph.mem[index[kernel.name]] == kernel.output_bytes, kernel.name
+    assert size_mismatches(og, kernels) == []
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -31,7 +31,8 @@ from tempfile import TemporaryDirectory
 import numpy as np
 import onnxruntime as ort
 
-from dagopt.graph import validate_order
+from dagopt.errors import InputError
+from dagopt.graph import Graph, validate_order
 from dagopt.io.onnx import OnnxGraph
 
 #: Suffix of the profiler's event for a node's kernel (``{node name}_kernel_time``).
@@ -89,32 +90,104 @@ def kernel_names(onnx_graph: OnnxGraph, order: Sequence[int] | np.ndarray) -> li
 
 @dataclass(frozen=True)
 class Kernel:
-    """One node's kernel as onnxruntime's profiler saw it run: the node's name and the
-    bytes of its outputs (``output_size``)."""
+    """One node's kernel as onnxruntime's profiler saw it run: the node's name, the bytes
+    of its outputs (``output_size``) and the bytes its CPU allocator had handed out and
+    not taken back when the kernel finished, before the values it read last were
+    released (``mem_bytes_requested_in_use``), with the change the kernel made to them
+    (``mem_requested_in_use_delta``); ``None`` where this onnxruntime does not report
+    them."""
 
     name: str
     output_bytes: int
+    bytes_in_use: int | None
+    in_use_change: int | None
 
 
 def executed_kernels(
     path: str | os.PathLike,
     feeds: Mapping[str, np.ndarray],
     options: ort.SessionOptions | None = None,
+    *,
+    runs: int = 1,
 ) -> list[Kernel]:
-    """The kernels of ``path``'s nodes in the order they finished in one run on
-    ``feeds`` (CPU), under ``options`` (``file_order_options()`` by default); subgraphs'
-    nodes included (module doc)."""
+    """The kernels of ``path``'s nodes in the order they finished in the last of ``runs``
+    runs on ``feeds`` (CPU), under ``options`` (``file_order_options()`` by default);
+    subgraphs' nodes included (module doc)."""
     options = options or file_order_options()
     with TemporaryDirectory(prefix="dagopt-ort-profile-") as folder:
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(folder) / "profile")
         session = ort.InferenceSession(os.fspath(path), options, providers=["CPUExecutionProvider"])
-        session.run(None, dict(feeds))
+        for _ in range(runs):
+            session.run(None, dict(feeds))
         events = json.loads(Path(session.end_profiling()).read_text())
+    last_run = max(event["ts"] for event in events if event["name"] == "model_run")
     return [
-        Kernel(event["name"].removesuffix(KERNEL_EVENT), int(event["args"]["output_size"]))
+        Kernel(
+            event["name"].removesuffix(KERNEL_EVENT),
+            int(event["args"]["output_size"]),
+            _optional_int(event["args"], "mem_bytes_requested_in_use"),
+            _optional_int(event["args"], "mem_requested_in_use_delta"),
+        )
         for event in events
-        if event.get("cat") == "Node" and event["name"].endswith(KERNEL_EVENT)
+        if event.get("cat") == "Node"
+        and event["name"].endswith(KERNEL_EVENT)
+        and event["ts"] >= last_run
+    ]
+
+
+def _optional_int(args: Mapping[str, str], key: str) -> int | None:
+    return int(args[key]) if key in args else None
+
+
+def measured_peak(path: str | os.PathLike, feeds: Mapping[str, np.ndarray]) -> float:
+    """The most bytes of values onnxruntime holds at once when it runs ``path`` in the
+    file's order (``file_order_options``) on ``feeds``: the allocator's bytes in use after
+    each kernel, less those in use before the first, in the second of two runs, with
+    memory patterns and buffer reuse off, so that each value is allocated by its kernel
+    and freed after its last reader (kernels that compute in place still do). What the
+    file's order costs, measured: ``activations`` gives the graph that predicts it."""
+    options = file_order_options()
+    options.enable_mem_pattern = False
+    options.enable_mem_reuse = False
+    kernels = executed_kernels(path, feeds, options, runs=2)
+    if not kernels or kernels[0].bytes_in_use is None:
+        raise InputError(
+            f"onnxruntime {ort.__version__} reports no allocator statistics in its profile: "
+            "measuring a peak needs a version that does (1.32 does)"
+        )
+    before = kernels[0].bytes_in_use - kernels[0].in_use_change
+    return float(max(kernel.bytes_in_use for kernel in kernels) - before)
+
+
+def activations(onnx_graph: OnnxGraph) -> Graph:
+    """``onnx_graph.graph`` as ``measured_peak`` counts it: graph inputs and parameters,
+    which onnxruntime holds outside the allocator it reports, weigh nothing."""
+    graph = onnx_graph.graph
+    is_input = np.array([isinstance(origin, str) for origin in onnx_graph.origin])
+    return Graph(
+        graph.num_nodes,
+        *graph.edges,
+        mem=np.where(is_input, 0.0, graph.mem),
+        op=graph.op,
+        names=graph.names,
+        name=graph.name,
+    )
+
+
+def size_mismatches(onnx_graph: OnnxGraph, kernels: Sequence[Kernel]) -> list[str]:
+    """The names of the main graph's ``kernels`` whose output bytes are not those the
+    graph gives their node: its ``mem``, or for an ``Identity`` of a parameter (which
+    onnxruntime aliases) the parameter's bytes."""
+    graph = onnx_graph.graph
+    index = {name: v for v, name in enumerate(graph.names)}
+    expected = np.where(
+        np.isin(np.arange(graph.num_nodes), list(onnx_graph.param_aliases)),
+        graph.param_mem,
+        graph.mem,
+    )
+    return [
+        k.name for k in kernels if k.name in index and expected[index[k.name]] != k.output_bytes
     ]
 
 

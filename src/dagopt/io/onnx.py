@@ -17,8 +17,10 @@ stops). The rules (``docs/real_models.md``, section ONNX):
   strings, sequences) is an ``InputError`` naming it, unless ``assume_size`` gives the
   bytes to assume;
 - parameters: initializers and the values of ``Constant`` nodes. A ``Constant`` node
-  has ``mem`` 0; ``param_mem`` of a node is the bytes of the distinct parameters it
-  reads (directly or from inside its subgraphs), plus the initializers of its subgraphs;
+  has ``mem`` 0, and so has an ``Identity`` of a parameter (the exporters write them for
+  shared weights; runtimes alias them): its output is that parameter. ``param_mem`` of
+  a node is the bytes of the distinct parameters it reads (directly, through such
+  aliases, or from inside its subgraphs), plus the initializers of its subgraphs;
 - edges: producer -> consumer for every tensor a node reads, including the outer-scope
   tensors its subgraphs (``If``, ``Loop``, ``Scan``) read: such nodes are opaque, the
   memory inside their subgraphs is not modelled;
@@ -85,7 +87,9 @@ class OnnxGraph:
     ``param_bytes`` the bytes of all its parameters (initializers, ``Constant`` values,
     initializers of subgraphs), each counted once; ``symbolic_sized`` and ``run_sized``
     the names of the node outputs whose sizes came from onnxruntime's symbolic shape
-    inference and from an onnxruntime run (``read_onnx(run_shapes=True)``).
+    inference and from an onnxruntime run (``read_onnx(run_shapes=True)``);
+    ``param_aliases`` the nodes whose output is a parameter (an ``Identity`` of one: ``mem``
+    0, the parameter in its ``param_mem``).
     """
 
     graph: Graph
@@ -94,6 +98,7 @@ class OnnxGraph:
     param_bytes: float
     symbolic_sized: frozenset[str] = frozenset()
     run_sized: frozenset[str] = frozenset()
+    param_aliases: frozenset[int] = frozenset()
 
     def onnx_order(self, order: Sequence[int] | np.ndarray) -> list[int]:
         """Indices into ``model.graph.node`` in the order ``order`` runs them.
@@ -524,6 +529,10 @@ def _is_constant(node: onnx.NodeProto) -> bool:
     return node.op_type == "Constant" and node.domain in DEFAULT_DOMAINS
 
 
+def _is_identity(node: onnx.NodeProto) -> bool:
+    return node.op_type == "Identity" and node.domain in DEFAULT_DOMAINS and len(node.input) == 1
+
+
 def _op_name(node: onnx.NodeProto) -> str:
     return node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}::{node.op_type}"
 
@@ -552,6 +561,8 @@ class _Builder:
         self.dims = {t.name: tuple(t.dims) for t in graph.initializer}
         self.assume_size = assume_size
         self.params: dict[str, float] = dict(_parameters(graph))
+        self.aliases: dict[str, str] = {}  # Identity outputs of parameters -> the parameter
+        self.alias_nodes: set[int] = set()
         self.inner_params = 0.0
         self.producer: dict[str, int] = {}
         self.labels: list[str] = []
@@ -562,6 +573,10 @@ class _Builder:
         self.origin: list[int | str | None] = []
         self.src: list[int] = []
         self.dst: list[int] = []
+
+    def base(self, name: str) -> str:
+        """The parameter tensor ``name`` is an ``Identity`` of, else ``name``."""
+        return self.aliases.get(name, name)
 
     def size(self, name: str, owner: str) -> float:
         """Bytes of tensor ``name``; unknown sizes are an error unless ``assume_size`` is set."""
@@ -602,7 +617,8 @@ class _Builder:
         self.flops.append(flops)
         self.origin.append(origin)
         self.mem.append(mem)
-        self.param_mem.append(sum(self.params[x] for x in reads if x in self.params) + extra_params)
+        bases = {self.base(x) for x in reads}
+        self.param_mem.append(sum(self.params[x] for x in bases if x in self.params) + extra_params)
         for u in sorted({self.producer[x] for x in reads if x in self.producer}):
             self.src.append(u)
             self.dst.append(v)
@@ -624,9 +640,15 @@ class _Builder:
         if _is_constant(node):
             self.params.update(dict.fromkeys(outputs, size))
             size = 0.0
+        alias = _is_identity(node) and self.base(node.input[0]) in self.params
+        if alias:
+            self.aliases[node.output[0]] = self.base(node.input[0])
+            size = 0.0
         flops = node_flops(node, self.shape)
         v = self.add(label, _op_name(node), index, reads, size, inner_params, flops)
         self.producer.update(dict.fromkeys(outputs, v))
+        if alias:
+            self.alias_nodes.add(v)
 
     def add_output(self, graph_outputs: Iterable[str]) -> None:
         v = self.add("output", "output", None, graph_outputs, 0.0)
@@ -672,4 +694,5 @@ def _build(
         param_bytes=float(sum(builder.params.values()) + builder.inner_params),
         symbolic_sized=sized.symbolic,
         run_sized=sized.run,
+        param_aliases=frozenset(builder.alias_nodes),
     )
