@@ -13,7 +13,9 @@ and onnxruntime runs it under ``file_order_options()``: the script checks that t
 kernels ran in the written order (``Shape`` nodes moved first, as onnxruntime's
 ``PRIORITY_BASED`` order runs them: ``onnxruntime_order``), that each node's outputs
 had the bytes the graph gives it, and that the outputs are bitwise those of the
-original model (the same kernels on the same values). The command-line
+original model (the same kernels on the same values); last, the most bytes
+onnxruntime's allocator holds in a run of each order (``measured_peak``) beside the
+graph's prediction of it (``activations``). The command-line
 equivalent: ``dagopt import bert.onnx --dim batch=2 --dim sequence=32 --out bert.json``,
 ``dagopt schedule bert.json --method anytime --keep-outputs --out order.json``,
 ``dagopt export-onnx bert.onnx order.json --out bert.ordered.onnx``.
@@ -28,8 +30,10 @@ import torch
 from transformers import BertConfig, BertModel
 
 from dagopt.integrations.onnx_runtime import (
+    activations,
     executed_kernels,
     file_order_options,
+    measured_peak,
     onnxruntime_order,
     ran_in_order,
     size_mismatches,
@@ -88,3 +92,12 @@ sessions = [
 ]
 outputs = [session.run(None, feeds)[0] for session in sessions]
 print(f"outputs identical to the original model's: {np.array_equal(*outputs)}")
+held = activations(model)
+for label, path, order in (
+    ("exported", "bert.onnx", np.arange(graph.num_nodes)),
+    ("anytime's", "bert.ordered.onnx", run.order),
+):
+    predicted = peak_memory(held, onnxruntime_order(model, order), keep_outputs=True)
+    measured = measured_peak(path, feeds)
+    print(f"{label} order in onnxruntime: {measured / 1e6:.4f} MB measured", end=", ")
+    print(f"{predicted / 1e6:.4f} MB predicted")

@@ -71,6 +71,11 @@ def test_an_onnx_model_runs_in_onnxruntime_in_the_written_order(tmp_path):
     ):
         assert check in out
     assert (tmp_path / "bert.ordered.onnx").is_file()
+    measured = [line for line in out.splitlines() if "order in onnxruntime:" in line]
+    assert len(measured) == 2
+    for line in measured:  # the graph predicts what onnxruntime's allocator holds
+        got, want = line.split(": ")[1].split(" MB measured, ")
+        assert got == want.removesuffix(" MB predicted")
 
 
 def test_training_in_a_dagopt_order_matches_eager_with_less_memory(tmp_path):
