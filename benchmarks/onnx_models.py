@@ -14,7 +14,8 @@ and, where needed, onnxruntime's symbolic shape inference and a run), how many n
 outputs the symbolic inference and the run sized (``symbolic_sized``, ``run_sized``),
 and how many of the kernels onnxruntime ran had the output bytes the graph gives their
 node (``executed_kernels`` of the exported file). ``anytime`` (``--time-limit``
-seconds, seed 0, outputs kept) orders the graph and ``write_onnx`` writes it;
+seconds, seed 0, outputs kept) orders the graph of the values onnxruntime holds
+(``activations``) and ``write_onnx`` writes it;
 onnxruntime runs the written file under ``file_order_options()``: whether its kernels
 ran in ``onnxruntime_order``, whether the outputs equal those of the exported file run
 the same way, bit for bit, and the peak of the values onnxruntime holds (graph inputs
@@ -127,7 +128,8 @@ def _row(name: str, time_limit: float, exporter: str, folder: Path) -> list[str]
     kernels = executed_kernels(exported, feeds)
     sized = len(kernels) - len(size_mismatches(model, kernels))
 
-    run = solve(graph, "anytime", keep_outputs=True, seed=0, time_limit=time_limit)
+    held = activations(model)
+    run = solve(held, "anytime", keep_outputs=True, seed=0, time_limit=time_limit)
     written = write_onnx(model, run.order, folder / f"{name}.ordered.onnx")
     runs = onnxruntime_order(model, run.order)
     ran = executed_kernels(written, feeds)
@@ -136,7 +138,6 @@ def _row(name: str, time_limit: float, exporter: str, folder: Path) -> list[str]
         for path in (exported, written)
     ]
     identical = all(np.array_equal(a, b) for a, b in zip(*outputs, strict=True))
-    held = activations(model)
     exported_order = onnxruntime_order(model, np.arange(graph.num_nodes))
     predicted = [peak_memory(held, order, keep_outputs=True) for order in (exported_order, runs)]
     measured = [measured_peak(path, feeds) for path in (exported, written)]

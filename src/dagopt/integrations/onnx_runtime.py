@@ -33,7 +33,7 @@ import onnxruntime as ort
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph, validate_order
-from dagopt.io.onnx import OnnxGraph
+from dagopt.io.onnx import DEFAULT_DOMAINS, OnnxGraph
 
 #: Suffix of the profiler's event for a node's kernel (``{node name}_kernel_time``).
 KERNEL_EVENT = "_kernel_time"
@@ -41,6 +41,11 @@ KERNEL_EVENT = "_kernel_time"
 EARLY_OPS = ("Shape", "Size")
 #: Nodes of a ``dagopt.io.onnx`` graph that are no kernel: available from the start.
 NOT_RUN = ("input", "Constant")
+#: Ops whose output onnxruntime's CPU kernels return in their first input's buffer, and
+#: ops that write into it when nothing reads it later: the ops that allocated nothing in
+#: the runs of ``benchmarks/onnx_models.py`` (onnxruntime 1.32).
+ALIAS_OPS = ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze")
+IN_PLACE_OPS = ("Relu", "Clip", "Tanh", "Softmax", "Cast")
 
 
 def file_order_options() -> ort.SessionOptions:
@@ -161,14 +166,49 @@ def measured_peak(path: str | os.PathLike, feeds: Mapping[str, np.ndarray]) -> f
 
 
 def activations(onnx_graph: OnnxGraph) -> Graph:
-    """``onnx_graph.graph`` as ``measured_peak`` counts it: graph inputs and parameters,
-    which onnxruntime holds outside the allocator it reports, weigh nothing."""
+    """``onnx_graph.graph`` as ``measured_peak`` counts it, the graph to order for
+    onnxruntime. Graph inputs and parameters, which onnxruntime holds outside the
+    allocator it reports, weigh nothing. A node of ``ALIAS_OPS`` returns its first
+    input's buffer, and one of ``IN_PLACE_OPS`` writes into it when it is that tensor's
+    only reader (then in every order) and of its size: such a node weighs nothing, and
+    the node that allocated the buffer gets an edge to each of its readers, so the buffer
+    lives until the last of them (the edges are implied by the order already, so the
+    graph has the same topological orders)."""
     graph = onnx_graph.graph
+    nodes = onnx_graph.model.graph.node
+    node_of = {
+        (nodes[origin].output[k] if isinstance(origin, int) else origin): v
+        for v, origin in enumerate(onnx_graph.origin)
+        if origin is not None
+        for k in (range(len(nodes[origin].output)) if isinstance(origin, int) else (0,))
+    }
     is_input = np.array([isinstance(origin, str) for origin in onnx_graph.origin])
+    mem = np.where(is_input, 0.0, graph.mem)
+    owner = np.arange(graph.num_nodes)  # the node whose buffer each node's output is in
+    for v, origin in enumerate(onnx_graph.origin):
+        if not isinstance(origin, int) or not nodes[origin].input:
+            continue
+        node = nodes[origin]
+        source = node_of.get(node.input[0])
+        if node.domain not in DEFAULT_DOMAINS or source is None or is_input[source]:
+            continue
+        in_place = (  # v reads the one output of source, and nothing else does
+            node.op_type in IN_PLACE_OPS
+            and graph.out_degree[source] == 1
+            and len(nodes[onnx_graph.origin[source]].output) == 1
+            and mem[source] > 0
+            and mem[source] == mem[v]
+        )
+        if node.op_type in ALIAS_OPS or in_place:
+            mem[v] = 0.0
+            owner[v] = owner[source]
+    src, dst = graph.edges
+    moved = owner[src] != src
     return Graph(
         graph.num_nodes,
-        *graph.edges,
-        mem=np.where(is_input, 0.0, graph.mem),
+        np.concatenate([src, owner[src[moved]]]),
+        np.concatenate([dst, dst[moved]]),
+        mem=mem,
         op=graph.op,
         names=graph.names,
         name=graph.name,
