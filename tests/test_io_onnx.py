@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from dagopt.cli.imports import export_onnx, import_model
 from dagopt.cli.main import _UserErrorGroup
+from dagopt.cli.measure import measure
 from dagopt.errors import InputError, OrderError
 from dagopt.integrations.onnx_runtime import (
     activations,
@@ -347,11 +348,10 @@ def test_identity_of_a_parameter_is_that_parameter(tmp_path):
     assert measured_peak(path, feeds) == held
 
 
-def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
-    """``Relu`` writes into its input when nothing else reads it, ``Reshape`` returns its
-    input's buffer, and a ``Relu`` whose input is read again allocates: ``activations``
-    predicts ``measured_peak`` exactly, in the file's order and in others."""
-    n = 1024
+def in_place(n: int = 1024) -> onnx.ModelProto:
+    """Two branches of ``n`` floats: ``Relu`` of a ``Neg`` read by nothing else (in
+    place), a ``Reshape`` of it (an alias), and a ``Relu`` whose input an ``Add`` reads
+    again (allocates)."""
     shape = numpy_helper.from_array(np.array([n], dtype=np.int64), "shape")
     nodes = [
         helper.make_node("Neg", ["x"], ["a"], name="a"),
@@ -362,13 +362,19 @@ def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
         helper.make_node("Add", ["d", "e"], ["f"], name="f"),
         helper.make_node("Add", ["c", "f"], ["y"], name="y"),
     ]
-    model = make_model(nodes, [tensor("x", [n])], [tensor("y", [n])], [shape])
-    path = save(model, tmp_path / "inplace.onnx")
+    return make_model(nodes, [tensor("x", [n])], [tensor("y", [n])], [shape])
+
+
+def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
+    """``Relu`` writes into its input when nothing else reads it, ``Reshape`` returns its
+    input's buffer, and a ``Relu`` whose input is read again allocates: ``activations``
+    predicts ``measured_peak`` exactly, in the file's order and in others."""
+    path = save(in_place(), tmp_path / "inplace.onnx")
     og = read_onnx(path)
     held = activations(og)
-    kb = n * F32
+    kb = 1024 * F32
     np.testing.assert_array_equal(held.mem, [0, kb, 0, 0, kb, kb, kb, kb, 0])
-    feeds = {"x": np.linspace(-1, 1, n, dtype=np.float32)}
+    feeds = {"x": np.linspace(-1, 1, 1024, dtype=np.float32)}
     for seed in range(4):
         order = solve(og.graph, "random", seed=seed, samples=1).order
         out = write_onnx(og, order, tmp_path / f"order{seed}.onnx")
@@ -721,6 +727,7 @@ def cli() -> typer.Typer:
     app = typer.Typer(cls=_UserErrorGroup, add_completion=False)
     app.command("import")(import_model)
     app.command("export-onnx")(export_onnx)
+    app.command("measure")(measure)
     return app
 
 
@@ -763,6 +770,38 @@ def test_cli_import_then_export_reordered(cli, tmp_path):
     assert result.stdout.startswith(f"wrote {out}: 7 ONNX nodes")
     order = read_order(order_file, og.graph).order
     assert node_names(out) == [og.model.graph.node[i].name for i in og.onnx_order(order)]
+
+
+def test_cli_measure_runs_onnx_orders_in_onnxruntime(cli, tmp_path):
+    """``dagopt measure MODEL.onnx ORDER``: the file's order and the order file's, each
+    measured in onnxruntime beside the peak ``activations`` predicts (equal here)."""
+    source = save(in_place(65536), tmp_path / "inplace.onnx")
+    og = read_onnx(source)
+    order = solve(og.graph, "random", seed=3, samples=1).order
+    order_file = write_order(
+        tmp_path / "order.json",
+        og.graph,
+        order,
+        method="random",
+        peak_memory=peak_memory(og.graph, order, keep_outputs=True),
+        keep_outputs=True,
+        seconds=0.0,
+        proved_optimal=None,
+    )
+    result = CliRunner().invoke(cli, ["measure", source, str(order_file)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {
+        cells[1].strip(): [cell.strip() for cell in cells[2:-1]]
+        for cells in (line.split("│") for line in result.stdout.splitlines() if "│" in line)
+    }
+    assert set(rows) == {"file order", "order.json (random)"}, result.stdout
+    held = activations(og)
+    for label, run in (
+        ("file order", np.arange(og.graph.num_nodes)),
+        ("order.json (random)", order),
+    ):
+        predicted = peak_memory(held, onnxruntime_order(og, run), keep_outputs=True)
+        assert rows[label][:3] == [f"{predicted / 1e6:.3f}"] * 2 + ["+0.00"]
 
 
 def test_cli_errors_are_one_line_with_exit_2(cli, tmp_path):

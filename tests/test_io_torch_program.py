@@ -285,7 +285,9 @@ def test_cli_errors_are_one_line_with_exit_2(branches, tmp_path):
         (("export-pt2", tmp_path / "m.onnx", onnx_order, "--out", tmp_path / "r.pt2"), ".pt2"),
         (("export-pt2", path, onnx_order, "--out", tmp_path / "r.pt2"), "nope"),
         (("measure", path, tmp_path / "missing.json"), "no such order file"),
-        (("measure", tmp_path / "m.onnx"), "zoo measure"),
+        (("measure", tmp_path / "m.xml"), "zoo measure"),
+        (("measure", path, "--dim", "n=1"), "--dim and --run-shapes apply to ONNX models"),
+        (("measure", tmp_path / "m.onnx", "--mode", "training"), ".pt2 programs"),
         (("measure", path, onnx_order), "nope"),
     ]
     for args, fragment in cases:

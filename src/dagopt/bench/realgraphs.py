@@ -13,9 +13,11 @@ an eager PyTorch run of the module (``dagopt zoo measure``).
 
 import io
 import os
+import tempfile
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,6 +33,7 @@ from dagopt.schedule import Schedule, solve
 if TYPE_CHECKING:  # torch is imported only to build and measure real modules
     import torch
 
+    from dagopt.io.onnx import OnnxGraph
     from dagopt.io.torch import TorchGraph
     from dagopt.io.torch_program import SavedProgram
     from dagopt.zoo import ZooModule
@@ -338,6 +341,8 @@ def measure_orders(
 
 #: The label of an eager PyTorch run of the module in ``measure_runs``.
 EAGER = "eager"
+#: The label of an ONNX model's run in its own file's order (``onnx_runs``).
+FILE_ORDER = "file order"
 
 
 @dataclass(frozen=True)
@@ -376,6 +381,30 @@ def saved_program_runs(
     if saved.torch_graph.mode == "inference":
         module = saved.torch_graph.program.module()
         runs.append(RealRun(EAGER, None, measure_peak(module, saved.inputs).peak))
+    return runs
+
+
+def onnx_runs(
+    onnx_graph: "OnnxGraph",
+    path: Path,
+    feeds: Mapping[str, np.ndarray],
+    orders: Sequence[tuple[str, np.ndarray]],
+) -> list[RealRun]:
+    """The ONNX model at ``path`` run in onnxruntime in its file's order, then written
+    in each labelled order and run (``measured_peak``), each beside the peak that
+    ``activations`` predicts for the order onnxruntime runs (``onnxruntime_order``)."""
+    from dagopt.integrations.onnx_runtime import activations, measured_peak, onnxruntime_order
+    from dagopt.io.onnx import write_onnx
+
+    held = activations(onnx_graph)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="dagopt-measure-") as folder:
+        for label, order in [(FILE_ORDER, np.arange(held.num_nodes)), *orders]:
+            file = path
+            if label != FILE_ORDER:
+                file = write_onnx(onnx_graph, order, Path(folder) / "ordered.onnx")
+            predicted = peak_memory(held, onnxruntime_order(onnx_graph, order), keep_outputs=True)
+            runs.append(RealRun(label, predicted, measured_peak(file, feeds)))
     return runs
 
 

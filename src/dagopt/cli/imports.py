@@ -36,6 +36,24 @@ ProgramModeOption = Annotated[
     ),
 ]
 
+DimsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--dim",
+        metavar="NAME=SIZE",
+        help="Size of a symbolic dimension of the ONNX model's inputs (batch=1); repeat for each.",
+        show_default=False,
+    ),
+]
+RunShapesOption = Annotated[
+    bool,
+    typer.Option(
+        "--run-shapes",
+        help="Size the ONNX model's tensors that shape inference leaves unknown from "
+        "one onnxruntime run on inputs of its static shapes.",
+    ),
+]
+
 
 def import_model(
     model: ModelArg,
@@ -53,24 +71,8 @@ def import_model(
             show_default=False,
         ),
     ] = None,
-    dims: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--dim",
-            metavar="NAME=SIZE",
-            help="Size of a symbolic dimension of the ONNX model's inputs (batch=1); repeat "
-            "for each.",
-            show_default=False,
-        ),
-    ] = None,
-    run_shapes: Annotated[
-        bool,
-        typer.Option(
-            "--run-shapes",
-            help="Size the ONNX model's tensors that shape inference leaves unknown from "
-            "one onnxruntime run on inputs of its static shapes.",
-        ),
-    ] = False,
+    dims: DimsOption = None,
+    run_shapes: RunShapesOption = False,
     mode: ProgramModeOption = Mode.inference,
     split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dagopt.bench.timing import format_seconds
-from dagopt.cli.imports import ProgramArg, ProgramModeOption
+from dagopt.cli.imports import DimsOption, ProgramModeOption, RunShapesOption, parse_dims
 from dagopt.cli.output import console, err_console
 from dagopt.cli.torch_options import CoreAtenOption, Mode, SplitOutputsOption
 from dagopt.errors import InputError
@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+MeasuredModelArg = Annotated[
+    Path,
+    typer.Argument(
+        metavar="MODEL",
+        help="Saved PyTorch program (.pt2, torch.export.save) or ONNX model (.onnx).",
+    ),
+]
 OrdersArg = Annotated[
     list[Path] | None,
     typer.Argument(
@@ -95,27 +102,38 @@ def print_runs(name: str, graph: Graph, runs: list["RealRun"], seconds: dict[str
 
 
 def measure(
-    model: ProgramArg,
+    model: MeasuredModelArg,
     orders: OrdersArg = None,
     mode: ProgramModeOption = Mode.inference,
     split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
+    dims: DimsOption = None,
+    run_shapes: RunShapesOption = False,
 ) -> None:
     """Run a saved PyTorch program's graph for real on its saved example inputs, in its
-    own order and in each ORDER, then (inference) the saved program itself; print each
-    run's predicted and measured peak.
+    own order and in each ORDER, then (inference) the saved program itself; or run an
+    ONNX model in onnxruntime in its file's order and in each ORDER; print each run's
+    predicted and measured peak.
 
-    Measured: live tensor storage of the real run (`docs/real_models.md`, "Measure");
-    predicted: the graph's peak with its outputs kept."""
+    Measured: live tensor storage of the real run (`docs/real_models.md`, "Measure"), or
+    the most bytes onnxruntime's allocator holds ("ONNX", `measured_peak`); predicted:
+    the graph's peak with its outputs kept (ONNX: of `activations`)."""
     from dagopt.bench.realgraphs import saved_program_runs
     from dagopt.io.torch_program import read_exported_program
 
+    paths = check_order_paths(orders)
+    if model.suffix.lower() == ".onnx":
+        if mode != Mode.inference or not split_outputs or not core_aten:
+            raise InputError("--mode, --joint-outputs and --no-core-aten apply to .pt2 programs")
+        measure_onnx(model, paths, parse_dims(dims or []), run_shapes)
+        return
     if model.suffix.lower() != ".pt2":
         raise InputError(
-            f"{model}: measure runs saved PyTorch programs (.pt2); a zoo model runs with "
-            "`dagopt zoo measure`"
+            f"{model}: measure runs saved PyTorch programs (.pt2) and ONNX models (.onnx); "
+            "a zoo model runs with `dagopt zoo measure`"
         )
-    paths = check_order_paths(orders)
+    if dims or run_shapes:
+        raise InputError("--dim and --run-shapes apply to ONNX models")
     saved, read_seconds = timed(
         f"reading {model}",
         lambda: read_exported_program(
@@ -127,4 +145,22 @@ def measure(
     graph = saved.torch_graph.graph
     labelled = labelled_orders(paths, graph)
     runs, run_seconds = timed(f"running {graph.name}", lambda: saved_program_runs(saved, labelled))
+    print_runs(graph.name, graph, runs, {"read": read_seconds, "runs": run_seconds})
+
+
+def measure_onnx(model: Path, paths: list[Path], dims: dict[str, int], run_shapes: bool) -> None:
+    """``dagopt measure`` of an ONNX model: its runs in onnxruntime on example inputs
+    (``example_inputs``: normal floats, zero integers)."""
+    from dagopt.bench.realgraphs import onnx_runs
+    from dagopt.io.onnx import example_inputs, read_onnx
+
+    onnx_graph, read_seconds = timed(
+        f"reading {model}", lambda: read_onnx(model, dims=dims, run_shapes=run_shapes)
+    )
+    graph = onnx_graph.graph
+    labelled = labelled_orders(paths, graph)
+    feeds = example_inputs(onnx_graph.model, dims)
+    runs, run_seconds = timed(
+        f"running {graph.name}", lambda: onnx_runs(onnx_graph, model, feeds, labelled)
+    )
     print_runs(graph.name, graph, runs, {"read": read_seconds, "runs": run_seconds})

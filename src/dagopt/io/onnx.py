@@ -329,6 +329,15 @@ def _symbolic_values(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [*inference.out_mp_.graph.value_info, *inference.out_mp_.graph.output]
 
 
+def example_inputs(model: onnx.ModelProto, dims: Mapping[str, int] | None = None) -> dict:
+    """Inputs to run ``model`` on, one array per graph input without an initializer, its
+    symbolic dimensions sized by ``dims``: floats drawn from a normal distribution (seed
+    0), zeros of every other element type (valid token ids and indices). A graph input
+    without a static numeric shape is an ``InputError``."""
+    inputs = _with_dims(_without_weights(model), dims or {}).graph.input
+    return _run_feeds(model.graph, {value.name: value.type for value in inputs})
+
+
 def _run_values(
     model: onnx.ModelProto, names: set[str], feeds: Mapping[str, np.ndarray]
 ) -> list[onnx.ValueInfoProto]:
