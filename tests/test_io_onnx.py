@@ -348,10 +348,10 @@ def test_identity_of_a_parameter_is_that_parameter(tmp_path):
     assert measured_peak(path, feeds) == held
 
 
-def in_place(n: int = 1024) -> onnx.ModelProto:
+def in_place(n: int = 1024, dim: int | str = 1024) -> onnx.ModelProto:
     """Two branches of ``n`` floats: ``Relu`` of a ``Neg`` read by nothing else (in
     place), a ``Reshape`` of it (an alias), and a ``Relu`` whose input an ``Add`` reads
-    again (allocates)."""
+    again (allocates); ``dim`` is the inputs' and outputs' declared dimension."""
     shape = numpy_helper.from_array(np.array([n], dtype=np.int64), "shape")
     nodes = [
         helper.make_node("Neg", ["x"], ["a"], name="a"),
@@ -362,7 +362,7 @@ def in_place(n: int = 1024) -> onnx.ModelProto:
         helper.make_node("Add", ["d", "e"], ["f"], name="f"),
         helper.make_node("Add", ["c", "f"], ["y"], name="y"),
     ]
-    return make_model(nodes, [tensor("x", [n])], [tensor("y", [n])], [shape])
+    return make_model(nodes, [tensor("x", [dim])], [tensor("y", [dim])], [shape])
 
 
 def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
@@ -380,6 +380,13 @@ def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
         out = write_onnx(og, order, tmp_path / f"order{seed}.onnx")
         predicted = peak_memory(held, onnxruntime_order(og, order), keep_outputs=True)
         assert measured_peak(out, feeds) == predicted
+    # declared with a dynamic length, the model is planned without in-place Relu
+    dynamic = save(in_place(1024, "n"), tmp_path / "dynamic.onnx")
+    og = read_onnx(dynamic, dims={"n": 1024})
+    held = activations(og)
+    np.testing.assert_array_equal(held.mem, [0, kb, kb, 0, kb, kb, kb, kb, 0])
+    predicted = peak_memory(held, onnxruntime_order(og, np.arange(9)), keep_outputs=True)
+    assert measured_peak(dynamic, feeds) == predicted
 
 
 def test_dims_size_symbolic_input_dimensions(tmp_path):
@@ -775,7 +782,7 @@ def test_cli_import_then_export_reordered(cli, tmp_path):
 def test_cli_measure_runs_onnx_orders_in_onnxruntime(cli, tmp_path):
     """``dagopt measure MODEL.onnx ORDER``: the file's order and the order file's, each
     measured in onnxruntime beside the peak ``activations`` predicts (equal here)."""
-    source = save(in_place(65536), tmp_path / "inplace.onnx")
+    source = save(in_place(65536, 65536), tmp_path / "inplace.onnx")
     og = read_onnx(source)
     order = solve(og.graph, "random", seed=3, samples=1).order
     order_file = write_order(

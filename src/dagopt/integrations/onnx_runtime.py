@@ -170,7 +170,11 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
     onnxruntime. Graph inputs and parameters, which onnxruntime holds outside the
     allocator it reports, weigh nothing. A node of ``ALIAS_OPS`` returns its first
     input's buffer, and one of ``IN_PLACE_OPS`` writes into it when it is that tensor's
-    only reader (then in every order) and of its size: such a node weighs nothing, and
+    only reader (then in every order) and of its size, and onnxruntime can tell: the file
+    has static graph inputs and ONNX's own inference sized both tensors (onnxruntime
+    plans from the shapes it infers from the file; with a dynamic batch, or sizes only
+    symbolic inference or a run gives, it computes into a new buffer): such a node
+    weighs nothing, and
     the node that allocated the buffer gets an edge to each of its readers, so the buffer
     lives until the last of them (the edges are implied by the order already, so the
     graph has the same topological orders)."""
@@ -184,6 +188,13 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
     }
     is_input = np.array([isinstance(origin, str) for origin in onnx_graph.origin])
     mem = np.where(is_input, 0.0, graph.mem)
+    initialized = {tensor.name for tensor in onnx_graph.model.graph.initializer}
+    static_file = all(
+        all(dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim)
+        for value in onnx_graph.model.graph.input
+        if value.name not in initialized
+    )
+    sized_late = onnx_graph.symbolic_sized | onnx_graph.run_sized
     owner = np.arange(graph.num_nodes)  # the node whose buffer each node's output is in
     for v, origin in enumerate(onnx_graph.origin):
         if not isinstance(origin, int) or not nodes[origin].input:
@@ -194,6 +205,8 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
             continue
         in_place = (  # v reads the one output of source, and nothing else does
             node.op_type in IN_PLACE_OPS
+            and static_file
+            and not {node.input[0], node.output[0]} & sized_late
             and graph.out_degree[source] == 1
             and len(nodes[onnx_graph.origin[source]].output) == 1
             and mem[source] > 0
