@@ -380,13 +380,27 @@ def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
         out = write_onnx(og, order, tmp_path / f"order{seed}.onnx")
         predicted = peak_memory(held, onnxruntime_order(og, order), keep_outputs=True)
         assert measured_peak(out, feeds) == predicted
-    # declared with a dynamic length, the model is planned without in-place Relu
+    # a named dynamic length: onnxruntime still knows the shapes equal
     dynamic = save(in_place(1024, "n"), tmp_path / "dynamic.onnx")
     og = read_onnx(dynamic, dims={"n": 1024})
     held = activations(og)
-    np.testing.assert_array_equal(held.mem, [0, kb, kb, 0, kb, kb, kb, kb, 0])
+    np.testing.assert_array_equal(held.mem, [0, kb, 0, 0, kb, kb, kb, kb, 0])
     predicted = peak_memory(held, onnxruntime_order(og, np.arange(9)), keep_outputs=True)
     assert measured_peak(dynamic, feeds) == predicted
+    # a length only the data gives (NonZero): the Relu gets a buffer of its own
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["where"], name="where"),
+        helper.make_node("Cast", ["where"], ["c"], name="c", to=TensorProto.FLOAT),
+        helper.make_node("Relu", ["c"], ["r"], name="r"),
+        helper.make_node("Neg", ["r"], ["y"], name="y"),
+    ]
+    counted = make_model(nodes, [tensor("x", [1024])], [tensor("y", [1, "k"])])
+    path = save(counted, tmp_path / "counted.onnx")
+    og = read_onnx(path, run_shapes=True)  # normal draws: all 1024 nonzero, as linspace's
+    held = activations(og)
+    np.testing.assert_array_equal(held.mem, [0, 2 * kb, kb, kb, kb, 0])
+    predicted = peak_memory(held, onnxruntime_order(og, np.arange(6)), keep_outputs=True)
+    assert measured_peak(path, feeds) == predicted
 
 
 def test_dims_size_symbolic_input_dimensions(tmp_path):

@@ -29,11 +29,12 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 
 from dagopt.errors import InputError
 from dagopt.graph import Graph, validate_order
-from dagopt.io.onnx import DEFAULT_DOMAINS, OnnxGraph
+from dagopt.io.onnx import DEFAULT_DOMAINS, OnnxGraph, declared_types
 
 #: Suffix of the profiler's event for a node's kernel (``{node name}_kernel_time``).
 KERNEL_EVENT = "_kernel_time"
@@ -46,6 +47,8 @@ NOT_RUN = ("input", "Constant")
 #: the runs of ``benchmarks/onnx_models.py`` (onnxruntime 1.32).
 ALIAS_OPS = ("Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze")
 IN_PLACE_OPS = ("Relu", "Clip", "Tanh", "Softmax", "Cast")
+#: The prefix of the names ONNX's shape inference gives dimensions it does not know.
+UNKNOWN_DIM = "unk__"
 
 
 def file_order_options() -> ort.SessionOptions:
@@ -170,11 +173,10 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
     onnxruntime. Graph inputs and parameters, which onnxruntime holds outside the
     allocator it reports, weigh nothing. A node of ``ALIAS_OPS`` returns its first
     input's buffer, and one of ``IN_PLACE_OPS`` writes into it when it is that tensor's
-    only reader (then in every order) and of its size, and onnxruntime can tell: the file
-    has static graph inputs and ONNX's own inference sized both tensors (onnxruntime
-    plans from the shapes it infers from the file; with a dynamic batch, or sizes only
-    symbolic inference or a run gives, it computes into a new buffer): such a node
-    weighs nothing, and
+    only reader (then in every order) and onnxruntime can tell their shapes are equal:
+    it plans from the shapes it infers from the file, so both must be known there, each
+    dimension a number or the same name (``declared_types``); where one is unknown it
+    computes into a new buffer. Such a node weighs nothing, and
     the node that allocated the buffer gets an edge to each of its readers, so the buffer
     lives until the last of them (the edges are implied by the order already, so the
     graph has the same topological orders)."""
@@ -188,13 +190,7 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
     }
     is_input = np.array([isinstance(origin, str) for origin in onnx_graph.origin])
     mem = np.where(is_input, 0.0, graph.mem)
-    initialized = {tensor.name for tensor in onnx_graph.model.graph.initializer}
-    static_file = all(
-        all(dim.HasField("dim_value") for dim in value.type.tensor_type.shape.dim)
-        for value in onnx_graph.model.graph.input
-        if value.name not in initialized
-    )
-    sized_late = onnx_graph.symbolic_sized | onnx_graph.run_sized
+    declared = declared_types(onnx_graph.model)
     owner = np.arange(graph.num_nodes)  # the node whose buffer each node's output is in
     for v, origin in enumerate(onnx_graph.origin):
         if not isinstance(origin, int) or not nodes[origin].input:
@@ -205,8 +201,7 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
             continue
         in_place = (  # v reads the one output of source, and nothing else does
             node.op_type in IN_PLACE_OPS
-            and static_file
-            and not {node.input[0], node.output[0]} & sized_late
+            and _same_shape(declared.get(node.input[0]), declared.get(node.output[0]))
             and graph.out_degree[source] == 1
             and len(nodes[onnx_graph.origin[source]].output) == 1
             and mem[source] > 0
@@ -226,6 +221,22 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
         names=graph.names,
         name=graph.name,
     )
+
+
+def _same_shape(first: onnx.TypeProto | None, second: onnx.TypeProto | None) -> bool:
+    """Whether two tensor types have shapes known to be equal: every dimension a number
+    or a name of the file's (ONNX's inference names the dimensions it does not know
+    ``unk__<n>``), the same in both."""
+    if first is None or second is None:
+        return False
+    if not all(t.tensor_type.HasField("shape") for t in (first, second)):
+        return False
+    dims = [
+        [d.dim_value if d.HasField("dim_value") else d.dim_param for d in t.tensor_type.shape.dim]
+        for t in (first, second)
+    ]
+    known = all(d != 0 and d != "" and not str(d).startswith(UNKNOWN_DIM) for d in dims[0])
+    return known and dims[0] == dims[1]
 
 
 def size_mismatches(onnx_graph: OnnxGraph, kernels: Sequence[Kernel]) -> list[str]:

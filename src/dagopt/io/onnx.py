@@ -329,6 +329,18 @@ def _symbolic_values(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [*inference.out_mp_.graph.value_info, *inference.out_mp_.graph.output]
 
 
+def declared_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """The types ONNX's shape inference gives the values of ``model``'s main graph as
+    written (symbolic dimensions kept, unknown ones unknown): what a runtime that plans
+    from the file knows of them. An inference that fails leaves only the declared ones."""
+    light = _without_weights(model)
+    try:
+        graph = onnx.shape_inference.infer_shapes(light).graph
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, ValueError):
+        graph = light.graph
+    return {v.name: v.type for v in (*graph.input, *graph.value_info, *graph.output)}
+
+
 def example_inputs(model: onnx.ModelProto, dims: Mapping[str, int] | None = None) -> dict:
     """Inputs to run ``model`` on, one array per graph input without an initializer, its
     symbolic dimensions sized by ``dims``: floats drawn from a normal distribution (seed
