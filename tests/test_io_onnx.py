@@ -387,6 +387,20 @@ def test_activations_predict_what_onnxruntime_holds_in_any_order(tmp_path):
     np.testing.assert_array_equal(held.mem, [0, kb, 0, 0, kb, kb, kb, kb, 0])
     predicted = peak_memory(held, onnxruntime_order(og, np.arange(9)), keep_outputs=True)
     assert measured_peak(dynamic, feeds) == predicted
+    # a Reshape of a weight is a view of it, held outside the allocator
+    weight = numpy_helper.from_array(np.ones((4, 256), dtype=np.float32), "w")
+    nodes = [
+        helper.make_node("Reshape", ["w", "shape"], ["flat"], name="flat"),
+        helper.make_node("Add", ["x", "flat"], ["y"], name="y"),
+    ]
+    initializers = [weight, numpy_helper.from_array(np.array([1024], dtype=np.int64), "shape")]
+    viewed = make_model(nodes, [tensor("x", [1024])], [tensor("y", [1024])], initializers)
+    path = save(viewed, tmp_path / "viewed.onnx")
+    og = read_onnx(path)
+    held = activations(og)
+    np.testing.assert_array_equal(held.mem, [0, 0, kb, 0])
+    predicted = peak_memory(held, onnxruntime_order(og, np.arange(4)), keep_outputs=True)
+    assert measured_peak(path, feeds) == predicted
     # a length only the data gives (NonZero): the Relu gets a buffer of its own
     nodes = [
         helper.make_node("NonZero", ["x"], ["where"], name="where"),

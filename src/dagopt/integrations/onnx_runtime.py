@@ -196,8 +196,13 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
         if not isinstance(origin, int) or not nodes[origin].input:
             continue
         node = nodes[origin]
-        source = node_of.get(node.input[0])
-        if node.domain not in DEFAULT_DOMAINS or source is None or is_input[source]:
+        source = node_of.get(node.input[0])  # None for a weight
+        if node.domain not in DEFAULT_DOMAINS:
+            continue
+        if node.op_type in ALIAS_OPS and (source is None or is_input[source]):
+            mem[v] = 0.0  # a view of a weight or a feed, held outside the allocator
+            continue
+        if source is None or is_input[source]:
             continue
         in_place = (  # v reads the one output of source, and nothing else does
             node.op_type in IN_PLACE_OPS
