@@ -140,6 +140,8 @@ def read_onnx(
         raise InputError(f"{file}: {exc}") from None
     except OverflowError:  # a size or FLOP count of dimensions beyond the float range
         raise InputError(f"{file}: {BEYOND_FLOAT_RANGE}") from None
+    except UnicodeDecodeError:  # protobuf decodes a string field when it is read
+        raise InputError(f"{file}: a name or string in the model is not UTF-8") from None
 
 
 def write_onnx(
@@ -211,7 +213,6 @@ def _without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     )
     light.graph.CopyFrom(
         onnx.GraphProto(
-            name=graph.name,
             node=graph.node,
             input=[*graph.input, *weights],
             output=graph.output,
