@@ -15,9 +15,12 @@ moved ``Shape`` nodes barely change its peak, and ``ran_in_order`` checks a run 
 it.
 
 ``executed_kernels`` runs a session with profiling on and reads the nodes' kernels in
-the order they ran, with the bytes of their outputs, so that a caller can check both.
-The nodes of a subgraph are listed as they run, before the ``If``, ``Loop`` or ``Scan``
-node that ran them, which finishes last.
+the order they ran, with the bytes of their outputs and of the allocator's, so that a
+caller can check both (``size_mismatches``). The nodes of a subgraph are listed as they
+run, before the ``If``, ``Loop`` or ``Scan`` node that ran them, which finishes last.
+``measured_peak`` is the most bytes the allocator holds in a run of a file's order, and
+``activations`` the graph that predicts it, the one to order for onnxruntime
+(``docs/real_models.md``, "ONNX").
 """
 
 import heapq
