@@ -809,7 +809,8 @@ def test_cli_import_then_export_reordered(cli, tmp_path):
 
 def test_cli_measure_runs_onnx_orders_in_onnxruntime(cli, tmp_path):
     """``dagopt measure MODEL.onnx ORDER``: the file's order and the order file's, each
-    measured in onnxruntime beside the peak ``activations`` predicts (equal here)."""
+    measured in onnxruntime beside the peak ``activations`` predicts (equal here), then
+    onnxruntime's own order, measured."""
     source = save(in_place(65536, 65536), tmp_path / "inplace.onnx")
     og = read_onnx(source)
     order = solve(og.graph, "random", seed=3, samples=1).order
@@ -829,7 +830,9 @@ def test_cli_measure_runs_onnx_orders_in_onnxruntime(cli, tmp_path):
         cells[1].strip(): [cell.strip() for cell in cells[2:-1]]
         for cells in (line.split("│") for line in result.stdout.splitlines() if "│" in line)
     }
-    assert set(rows) == {"file order", "order.json (random)"}, result.stdout
+    own = "onnxruntime's own order"
+    assert set(rows) == {"file order", "order.json (random)", own}, result.stdout
+    assert rows[own][0] == "-"  # measured only
     held = activations(og)
     for label, run in (
         ("file order", np.arange(og.graph.num_nodes)),

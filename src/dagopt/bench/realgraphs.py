@@ -341,8 +341,9 @@ def measure_orders(
 
 #: The label of an eager PyTorch run of the module in ``measure_runs``.
 EAGER = "eager"
-#: The label of an ONNX model's run in its own file's order (``onnx_runs``).
+#: The labels of an ONNX model's runs in its file's order and in onnxruntime's own.
 FILE_ORDER = "file order"
+OWN_ORDER = "onnxruntime's own order"
 
 
 @dataclass(frozen=True)
@@ -392,7 +393,8 @@ def onnx_runs(
 ) -> list[RealRun]:
     """The ONNX model at ``path`` run in onnxruntime in its file's order, then written
     in each labelled order and run (``measured_peak``), each beside the peak that
-    ``activations`` predicts for the order onnxruntime runs (``onnxruntime_order``)."""
+    ``activations`` predicts for the order onnxruntime runs (``onnxruntime_order``);
+    last, the file run in onnxruntime's own execution order (measured only)."""
     from dagopt.integrations.onnx_runtime import activations, measured_peak, onnxruntime_order
     from dagopt.io.onnx import write_onnx
 
@@ -405,7 +407,7 @@ def onnx_runs(
                 file = write_onnx(onnx_graph, order, Path(folder) / "ordered.onnx")
             predicted = peak_memory(held, onnxruntime_order(onnx_graph, order), keep_outputs=True)
             runs.append(RealRun(label, predicted, measured_peak(file, feeds)))
-    return runs
+    return [*runs, RealRun(OWN_ORDER, None, measured_peak(path, feeds, own_order=True))]
 
 
 def measure_runs(built: "ZooModule", orders: Sequence[tuple[str, np.ndarray]]) -> list[RealRun]:

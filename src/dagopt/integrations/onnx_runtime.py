@@ -151,14 +151,20 @@ def _optional_int(args: Mapping[str, str], key: str) -> int | None:
     return int(args[key]) if key in args else None
 
 
-def measured_peak(path: str | os.PathLike, feeds: Mapping[str, np.ndarray]) -> float:
+def measured_peak(
+    path: str | os.PathLike, feeds: Mapping[str, np.ndarray], *, own_order: bool = False
+) -> float:
     """The most bytes of values onnxruntime holds at once when it runs ``path`` in the
     file's order (``file_order_options``) on ``feeds``: the allocator's bytes in use after
     each kernel, less those in use before the first, in the second of two runs, with
     memory patterns and buffer reuse off, so that each value is allocated by its kernel
     and freed after its last reader (kernels that compute in place still do). What the
-    file's order costs, measured: ``activations`` gives the graph that predicts it."""
+    file's order costs, measured: ``activations`` gives the graph that predicts it.
+    ``own_order``: in onnxruntime's own (``DEFAULT``) execution order instead, graph
+    optimizations still off."""
     options = file_order_options()
+    if own_order:
+        options.execution_order = ort.ExecutionOrder.DEFAULT
     options.enable_mem_pattern = False
     options.enable_mem_reuse = False
     kernels = executed_kernels(path, feeds, options, runs=2)
