@@ -824,6 +824,11 @@ def test_cli_measure_runs_onnx_orders_in_onnxruntime(cli, tmp_path):
         seconds=0.0,
         proved_optimal=None,
     )
+    result = invoke(cli, "import", source, "--onnxruntime", "--out", tmp_path / "held.json")
+    assert result.exit_code == 0, result.output
+    held = load(tmp_path / "held.json")
+    np.testing.assert_array_equal(held.mem, activations(og).mem)
+    assert held.names == og.graph.names
     result = CliRunner().invoke(cli, ["measure", source, str(order_file)], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     rows = {

@@ -73,6 +73,15 @@ def import_model(
     ] = None,
     dims: DimsOption = None,
     run_shapes: RunShapesOption = False,
+    onnxruntime: Annotated[
+        bool,
+        typer.Option(
+            "--onnxruntime",
+            help="Write the graph of what onnxruntime's allocator holds (weights and "
+            "inputs weigh nothing, aliases and in-place ops share buffers): the one to "
+            "order for onnxruntime; its orders are orders of the model's graph too.",
+        ),
+    ] = False,
     mode: ProgramModeOption = Mode.inference,
     split_outputs: SplitOutputsOption = True,
     core_aten: CoreAtenOption = True,
@@ -90,14 +99,13 @@ def import_model(
             ("--assume-size", assume_size),
             ("--dim", dims),
             ("--run-shapes", run_shapes or None),
+            ("--onnxruntime", onnxruntime or None),
         )
         if given is not None
     ]
     if model.suffix.lower() == ".pt2":
         if onnx_options:
-            raise InputError(
-                f"{onnx_options[0]} applies to ONNX models; saved programs have static shapes"
-            )
+            raise InputError(f"{onnx_options[0]} applies to ONNX models, not saved programs")
         from dagopt.io.torch import state_bytes
         from dagopt.io.torch_program import read_exported_program
 
@@ -109,9 +117,7 @@ def import_model(
         raise InputError("--mode, --joint-outputs and --no-core-aten apply to .pt2 programs")
     elif model.suffix.lower() == ".xml":
         if onnx_options:
-            raise InputError(
-                f"{onnx_options[0]} applies to ONNX models; OpenVINO IRs need static shapes"
-            )
+            raise InputError(f"{onnx_options[0]} applies to ONNX models, not OpenVINO IRs")
         from dagopt.io.openvino import read_openvino
 
         graph = read_openvino(model)
@@ -123,6 +129,10 @@ def import_model(
             model, assume_size=assume_size, dims=parse_dims(dims or []), run_shapes=run_shapes
         )
         graph, param_bytes = onnx_graph.graph, onnx_graph.param_bytes
+        if onnxruntime:
+            from dagopt.integrations.onnx_runtime import activations
+
+            graph = activations(onnx_graph)
     path = write_graph_json(graph, out)
     peak = peak_memory(graph, np.arange(graph.num_nodes), keep_outputs=True)
     console.print(
