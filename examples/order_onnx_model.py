@@ -8,7 +8,8 @@ ONNX exporter with a dynamic batch and sequence length, as models usually are.
 ``read_onnx`` sizes its tensors with ``dims`` (``dagopt import --dim batch=2 --dim
 sequence=32``): ONNX shape inference with the inputs' symbolic dimensions fixed, then
 onnxruntime's symbolic shape inference for the attention-mask arithmetic ONNX's leaves
-symbolic. ``anytime`` orders the graph, ``write_onnx`` writes the model in that order,
+symbolic. ``anytime`` orders the graph of what onnxruntime's allocator holds
+(``activations``), ``write_onnx`` writes the model in that order,
 and onnxruntime runs it under ``file_order_options()``: the script checks that the
 kernels ran in the written order (``Shape`` nodes moved first, as onnxruntime's
 ``PRIORITY_BASED`` order runs them: ``onnxruntime_order``), that each node's outputs
@@ -16,9 +17,11 @@ had the bytes the graph gives it, and that the outputs are bitwise those of the
 original model (the same kernels on the same values); last, the most bytes
 onnxruntime's allocator holds in a run of each order (``measured_peak``) beside the
 graph's prediction of it (``activations``). The command-line
-equivalent: ``dagopt import bert.onnx --dim batch=2 --dim sequence=32 --out bert.json``,
+equivalent: ``dagopt import bert.onnx --dim batch=2 --dim sequence=32 --onnxruntime
+--out bert.json``,
 ``dagopt schedule bert.json --method anytime --keep-outputs --out order.json``,
-``dagopt export-onnx bert.onnx order.json --out bert.ordered.onnx``.
+``dagopt export-onnx bert.onnx order.json --out bert.ordered.onnx``,
+``dagopt measure bert.onnx order.json --dim batch=2 --dim sequence=32``.
 """
 
 import argparse
@@ -67,12 +70,12 @@ with warnings.catch_warnings():  # the TorchScript exporter is deprecated in rec
     )
 
 model = read_onnx("bert.onnx", dims={"batch": 2, "sequence": 32})
-graph = model.graph
-run = solve(graph, "anytime", keep_outputs=True, time_limit=args.time_limit, seed=0)
-exported = peak_memory(graph, np.arange(graph.num_nodes), keep_outputs=True)
+held = activations(model)  # what onnxruntime's allocator holds: the graph to order
+run = solve(held, "anytime", keep_outputs=True, time_limit=args.time_limit, seed=0)
+exported = peak_memory(held, np.arange(held.num_nodes), keep_outputs=True)
 print(
-    f"{graph.name}: {graph.num_nodes} nodes, peak {exported / 1e6:.3f} MB in the exported "
-    f"order, {run.peak_memory / 1e6:.3f} MB in anytime's"
+    f"{held.name}: {held.num_nodes} nodes, peak {exported / 1e6:.4f} MB in the exported "
+    f"order, {run.peak_memory / 1e6:.4f} MB in anytime's"
 )
 write_onnx(model, run.order, "bert.ordered.onnx")
 
@@ -81,9 +84,9 @@ kernels = executed_kernels("bert.ordered.onnx", feeds)
 runs = onnxruntime_order(model, run.order)  # Shape nodes first, as onnxruntime runs them
 same_order = ran_in_order(model, run.order, kernels)
 print(f"onnxruntime ran the written order: {same_order} ({len(kernels)} kernels)")
-moved = peak_memory(graph, runs, keep_outputs=True)
+moved = peak_memory(held, runs, keep_outputs=True)
 extra = moved - run.peak_memory
-print(f"peak of the order it ran: {moved / 1e6:.3f} MB ({extra:+.0f} bytes: Shape nodes first)")
+print(f"peak of the order it ran: {moved / 1e6:.4f} MB ({extra:+.0f} bytes: Shape nodes first)")
 sizes = not size_mismatches(model, kernels)
 print(f"every node's outputs had the bytes of the graph: {sizes}")
 sessions = [
@@ -92,9 +95,8 @@ sessions = [
 ]
 outputs = [session.run(None, feeds)[0] for session in sessions]
 print(f"outputs identical to the original model's: {np.array_equal(*outputs)}")
-held = activations(model)
 for label, path, order in (
-    ("exported", "bert.onnx", np.arange(graph.num_nodes)),
+    ("exported", "bert.onnx", np.arange(held.num_nodes)),
     ("anytime's", "bert.ordered.onnx", run.order),
 ):
     predicted = peak_memory(held, onnxruntime_order(model, order), keep_outputs=True)
