@@ -99,18 +99,16 @@ def _reason(exc: Exception) -> str:
 def _row(name: str, time_limit: float, exporter: str, folder: Path) -> list[str]:
     import onnxruntime as ort
 
+    from dagopt.bench.realgraphs import onnx_runs
     from dagopt.errors import InputError
     from dagopt.integrations.onnx_runtime import (
         activations,
         executed_kernels,
         file_order_options,
-        measured_peak,
-        onnxruntime_order,
         ran_in_order,
         size_mismatches,
     )
     from dagopt.io.onnx import read_onnx, write_onnx
-    from dagopt.objectives import peak_memory
     from dagopt.schedule import solve
 
     exported = folder / f"{name}.onnx"
@@ -132,17 +130,18 @@ def _row(name: str, time_limit: float, exporter: str, folder: Path) -> list[str]
     held = activations(model)
     run = solve(held, "anytime", keep_outputs=True, seed=0, time_limit=time_limit)
     written = write_onnx(model, run.order, folder / f"{name}.ordered.onnx")
-    runs = onnxruntime_order(model, run.order)
     ran = executed_kernels(written, feeds)
     outputs = [
         ort.InferenceSession(str(path), file_order_options()).run(None, feeds)
         for path in (exported, written)
     ]
     identical = all(np.array_equal(a, b) for a, b in zip(*outputs, strict=True))
-    exported_order = onnxruntime_order(model, np.arange(graph.num_nodes))
-    predicted = [peak_memory(held, order, keep_outputs=True) for order in (exported_order, runs)]
-    measured = [measured_peak(path, feeds) for path in (exported, written)]
-    own = measured_peak(exported, feeds, own_order=True)
+    file_run, anytime_run, own_run = onnx_runs(
+        model, held, exported, feeds, [("anytime", run.order)]
+    )
+    predicted = [file_run.predicted, anytime_run.predicted]
+    measured = [file_run.measured, anytime_run.measured]
+    own = own_run.measured
     return [
         name,
         f"{graph.num_nodes:,}",

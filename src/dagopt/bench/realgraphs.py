@@ -387,18 +387,19 @@ def saved_program_runs(
 
 def onnx_runs(
     onnx_graph: "OnnxGraph",
+    held: Graph,
     path: Path,
     feeds: Mapping[str, np.ndarray],
     orders: Sequence[tuple[str, np.ndarray]],
 ) -> list[RealRun]:
     """The ONNX model at ``path`` run in onnxruntime in its file's order, then written
     in each labelled order and run (``measured_peak``), each beside the peak that
-    ``activations`` predicts for the order onnxruntime runs (``onnxruntime_order``);
-    last, the file run in onnxruntime's own execution order (measured only)."""
-    from dagopt.integrations.onnx_runtime import activations, measured_peak, onnxruntime_order
+    ``held`` (``activations(onnx_graph)``) predicts for the order onnxruntime runs
+    (``onnxruntime_order``); last, the file run in onnxruntime's own execution order
+    (measured only)."""
+    from dagopt.integrations.onnx_runtime import measured_peak, onnxruntime_order
     from dagopt.io.onnx import write_onnx
 
-    held = activations(onnx_graph)
     runs = []
     with tempfile.TemporaryDirectory(prefix="dagopt-measure-") as folder:
         for label, order in [(FILE_ORDER, np.arange(held.num_nodes)), *orders]:

@@ -152,6 +152,7 @@ def measure_onnx(model: Path, paths: list[Path], dims: dict[str, int], run_shape
     """``dagopt measure`` of an ONNX model: its runs in onnxruntime on example inputs
     (``example_inputs``: normal floats, zero integers)."""
     from dagopt.bench.realgraphs import onnx_runs
+    from dagopt.integrations.onnx_runtime import activations
     from dagopt.io.onnx import example_inputs, read_onnx
 
     onnx_graph, read_seconds = timed(
@@ -161,6 +162,7 @@ def measure_onnx(model: Path, paths: list[Path], dims: dict[str, int], run_shape
     labelled = labelled_orders(paths, graph)
     feeds = example_inputs(onnx_graph.model, dims)
     runs, run_seconds = timed(
-        f"running {graph.name}", lambda: onnx_runs(onnx_graph, model, feeds, labelled)
+        f"running {graph.name}",
+        lambda: onnx_runs(onnx_graph, activations(onnx_graph), model, feeds, labelled),
     )
     print_runs(graph.name, graph, runs, {"read": read_seconds, "runs": run_seconds})

@@ -122,8 +122,8 @@ def executed_kernels(
     runs: int = 1,
 ) -> list[Kernel]:
     """The kernels of ``path``'s nodes in the order they finished in the last of ``runs``
-    runs on ``feeds`` (CPU), under ``options`` (``file_order_options()`` by default);
-    subgraphs' nodes included (module doc)."""
+    runs on ``feeds`` (CPU), under ``options`` (``file_order_options()`` by default; given
+    ones are left with profiling on); subgraphs' nodes included (module doc)."""
     options = options or file_order_options()
     with TemporaryDirectory(prefix="dagopt-ort-profile-") as folder:
         options.enable_profiling = True
@@ -191,12 +191,12 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
     graph has the same topological orders)."""
     graph = onnx_graph.graph
     nodes = onnx_graph.model.graph.node
-    node_of = {
-        (nodes[origin].output[k] if isinstance(origin, int) else origin): v
-        for v, origin in enumerate(onnx_graph.origin)
-        if origin is not None
-        for k in (range(len(nodes[origin].output)) if isinstance(origin, int) else (0,))
-    }
+    node_of: dict[str, int] = {}  # tensor -> the node that makes it (graph inputs too)
+    for v, origin in enumerate(onnx_graph.origin):
+        if isinstance(origin, int):
+            node_of.update(dict.fromkeys(nodes[origin].output, v))
+        elif origin is not None:
+            node_of[origin] = v
     is_input = np.array([isinstance(origin, str) for origin in onnx_graph.origin])
     mem = np.where(is_input, 0.0, graph.mem)
     declared = declared_types(onnx_graph.model)
@@ -205,16 +205,13 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
         if not isinstance(origin, int) or not nodes[origin].input:
             continue
         node = nodes[origin]
-        source = node_of.get(node.input[0])  # None for a weight
         if node.domain not in DEFAULT_DOMAINS:
             continue
-        if node.op_type in ALIAS_OPS and (source is None or is_input[source]):
-            mem[v] = 0.0  # a view of a weight or a feed, held outside the allocator
-            continue
-        if source is None or is_input[source]:
-            continue
+        source = node_of.get(node.input[0])  # None for a weight
+        allocated = source is not None and not is_input[source]
         in_place = (  # v reads the one output of source, and nothing else does
-            node.op_type in IN_PLACE_OPS
+            allocated
+            and node.op_type in IN_PLACE_OPS
             and _same_shape(declared.get(node.input[0]), declared.get(node.output[0]))
             and graph.out_degree[source] == 1
             and len(nodes[onnx_graph.origin[source]].output) == 1
@@ -222,8 +219,9 @@ def activations(onnx_graph: OnnxGraph) -> Graph:
             and mem[source] == mem[v]
         )
         if node.op_type in ALIAS_OPS or in_place:
-            mem[v] = 0.0
-            owner[v] = owner[source]
+            mem[v] = 0.0  # an alias of a weight or a feed is held outside the allocator
+            if allocated:
+                owner[v] = owner[source]
     src, dst = graph.edges
     moved = owner[src] != src
     return Graph(
@@ -278,4 +276,5 @@ def ran_in_order(
     expected = kernel_names(onnx_graph, onnxruntime_order(onnx_graph, order))
     names = set(expected)
     ran = [kernel.name for kernel in kernels if kernel.name in names]
-    return bool(ran) and [name for name in expected if name in set(ran)] == ran
+    done = set(ran)
+    return bool(ran) and [name for name in expected if name in done] == ran

@@ -37,6 +37,7 @@ stops). The rules (``docs/real_models.md``, section ONNX):
 ``Graph``; everything else in the model is kept as it was.
 """
 
+import copy
 import logging
 import math
 import os
@@ -133,7 +134,8 @@ def read_onnx(
         raise InputError(f"assume_size must be a finite number of bytes >= 0, got {assume_size}")
     model = _load(file)
     try:
-        light = _with_dims(_without_weights(model), dims or {})
+        light = _without_weights(model)
+        _size_dims(light.graph.input, dims or {})
         types, sized = _inferred_types(light, model if run_shapes else None)
         return _build(model, types, file.stem, assume_size, sized)
     except InputError as exc:
@@ -224,17 +226,14 @@ def _without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     return light
 
 
-def _with_dims(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelProto:
-    """``model`` with its graph inputs given the sizes ``dims`` names for their symbolic
-    dimensions (changed in place: a copy of ``_without_weights``)."""
+def _size_dims(inputs: Iterable[onnx.ValueInfoProto], dims: Mapping[str, int]) -> None:
+    """Give the symbolic dimensions of the graph inputs ``inputs`` the sizes ``dims``
+    names (in place); a size below 1 or a name no input has is an ``InputError``."""
     for name, size in dims.items():
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise InputError(f"dimension {name!r} must be a whole number >= 1, got {size!r}")
-    if not dims:
-        return model
-    fixed = model
     named: set[str] = set()
-    for value in fixed.graph.input:
+    for value in inputs:
         for dim in value.type.tensor_type.shape.dim:
             if dim.HasField("dim_param"):
                 named.add(dim.dim_param)
@@ -247,7 +246,6 @@ def _with_dims(model: onnx.ModelProto, dims: Mapping[str, int]) -> onnx.ModelPro
             f"no graph input has a dimension named {', '.join(map(repr, unknown))} "
             f"(symbolic dimensions of the inputs: {have})"
         )
-    return fixed
 
 
 @dataclass(frozen=True)
@@ -347,7 +345,8 @@ def example_inputs(model: onnx.ModelProto, dims: Mapping[str, int] | None = None
     symbolic dimensions sized by ``dims``: floats drawn from a normal distribution (seed
     0), zeros of every other element type (valid token ids and indices). A graph input
     without a static numeric shape is an ``InputError``."""
-    inputs = _with_dims(_without_weights(model), dims or {}).graph.input
+    inputs = [copy.deepcopy(value) for value in model.graph.input]
+    _size_dims(inputs, dims or {})
     return _run_feeds(model.graph, {value.name: value.type for value in inputs})
 
 
@@ -398,15 +397,15 @@ def _run_feeds(
     for value in graph.input:
         if value.name in initialized:
             continue
-        value = onnx.helper.make_value_info(value.name, types.get(value.name, value.type))
-        dims = _static_dims(value.type)
-        bits = _element_bits(value.type.tensor_type.elem_type)
-        if dims is None or bits is None or value.type.tensor_type.elem_type in PACKED_BITS:
+        type_proto = types.get(value.name, value.type)
+        elem_type = type_proto.tensor_type.elem_type
+        dims = _static_dims(type_proto)
+        if dims is None or _element_bits(elem_type) is None or elem_type in PACKED_BITS:
             raise InputError(
-                f"graph input {value.name!r} has {_describe(value.type)}: a run to size "
+                f"graph input {value.name!r} has {_describe(type_proto)}: a run to size "
                 "tensors needs static numeric inputs (give --dim NAME=SIZE)"
             )
-        dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
         draws = rng.standard_normal(dims) if dtype.kind == "f" else np.zeros(dims)
         feeds[value.name] = draws.astype(dtype)
     return feeds
