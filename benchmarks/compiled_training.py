@@ -17,8 +17,11 @@ peak of dagopt's order and its own heuristics'. Columns:
   keeps with dagopt's pass, per graph;
 - measured peaks (``measured_peak``: the CPU allocator's live bytes over one whole
   step, gradients set to ``None`` first) of the two compiled steps, and the change;
-- ``same bits``: the two steps' losses and gradients are bitwise equal (each step run
-  after ``torch.manual_seed(0)``, so dropout draws the same masks);
+- ``grad diff``: the largest gradient difference of dagopt's step from Inductor's,
+  relative to the largest gradient entry, beside that of Inductor's step from a rerun
+  of itself (each step run after ``torch.manual_seed(0)``, so dropout draws the same
+  masks): compiled CPU steps are not always bitwise reproducible run to run (BERT-base:
+  about 1e-12), and reordering should change nothing beyond that;
 - seconds: the first call (compiling; with dagopt, its search too) and the median of
   ``--repeats`` steps after it, run one compiled step after the other (not
   interleaved: a reset Dynamo state recompiles).
@@ -48,7 +51,7 @@ HEADER = (
     "measured Inductor MB",
     "measured dagopt MB",
     "change %",
-    "same bits",
+    "grad diff dagopt / rerun",
     "compile s Inductor / dagopt",
     "step s Inductor / dagopt",
 )
@@ -69,10 +72,12 @@ def _compiled_run(module, inputs, order_pass_context, repeats: int) -> dict:
         module.zero_grad(set_to_none=True)
         torch.manual_seed(0)
         peak = measured_peak(step)
-        module.zero_grad(set_to_none=True)
-        torch.manual_seed(0)
-        loss = step()
-        grads = [p.grad for p in module.parameters()]
+        runs = []
+        for _ in range(2):
+            module.zero_grad(set_to_none=True)
+            torch.manual_seed(0)
+            step()
+            runs.append([p.grad for p in module.parameters() if p.grad is not None])
         seconds = []
         for _ in range(repeats):
             module.zero_grad(set_to_none=True)
@@ -83,20 +88,18 @@ def _compiled_run(module, inputs, order_pass_context, repeats: int) -> dict:
     module.zero_grad(set_to_none=True)
     return {
         "peak": peak,
-        "loss": loss,
-        "grads": grads,
+        "grads": runs,
         "compile": compile_seconds,
         "step": statistics.median(seconds),
         "reports": order_pass.reports if order_pass is not None else [],
     }
 
 
-def _same_bits(a: dict, b: dict) -> bool:
-    pairs = zip(a["grads"], b["grads"], strict=True)
-    return torch.equal(a["loss"], b["loss"]) and all(
-        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y))
-        for x, y in pairs
-    )
+def _gradient_difference(grads: list, expected: list) -> float:
+    """The largest entry of ``grads - expected`` over the largest entry of ``expected``."""
+    scale = max(float(e.abs().max()) for e in expected)
+    worst = max(float((g - e).abs().max()) for g, e in zip(grads, expected, strict=True))
+    return worst / scale
 
 
 def _row(name: str, method: str, time_limit: float, repeats: int) -> tuple[list[str], float]:
@@ -121,7 +124,8 @@ def _row(name: str, method: str, time_limit: float, repeats: int) -> tuple[list[
         f"{inductor['peak'] / 1e6:.3f}",
         f"{dagopt['peak'] / 1e6:.3f}",
         f"{change:+.2f}",
-        "yes" if _same_bits(inductor, dagopt) else "NO",
+        f"{_gradient_difference(dagopt['grads'][0], inductor['grads'][0]):.1e} / "
+        f"{_gradient_difference(inductor['grads'][1], inductor['grads'][0]):.1e}",
         f"{inductor['compile']:.1f} / {dagopt['compile']:.1f}",
         f"{inductor['step']:.3f} / {dagopt['step']:.3f}",
     ]
@@ -153,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         row, change = _row(name, args.method, args.time_limit, args.repeats)
         changes.append(change)
         print(markdown_row(row), flush=True)
-    print(f"\nmeasured change of the step's peak, dagopt vs Inductor: mean {np.mean(changes):+.2f} %")
+    print(
+        f"\nmeasured change of the step's peak, dagopt vs Inductor: mean {np.mean(changes):+.2f} %"
+    )
     return 0
 
 

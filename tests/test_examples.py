@@ -30,6 +30,7 @@ def run_example(name: str, *args: str, cwd: Path) -> str:
 
 def test_every_example_script_is_tested():
     tested = {
+        "compile_in_dagopt_order.py",
         "make_small_cnn.py",
         "order_layered_graph.py",
         "order_onnx_model.py",
@@ -41,6 +42,15 @@ def test_every_example_script_is_tested():
         "train_in_dagopt_order.py",
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
+
+
+def test_compiling_in_dagopt_order_keeps_the_losses_and_lowers_no_peak(tmp_path):
+    out = run_example(
+        "compile_in_dagopt_order.py", "--time-limit", "2", "--steps", "2", cwd=tmp_path
+    )
+    assert "same losses: True" in out
+    assert "(backward)" in out and "(forward)" in out
+    assert float(out.split("change: ")[1].split(" %")[0]) <= 0.0
 
 
 def test_order_layered_graph_saves_the_best_order(tmp_path):
