@@ -7,7 +7,10 @@ import pytest
 import torch
 import torch._inductor.config as inductor_config
 from torch import nn
+from typer.testing import CliRunner
 
+from dagopt.bench.compiled import compiled_run
+from dagopt.cli.main import app
 from dagopt.errors import InputError
 from dagopt.graph.shares import SHARE_KEY
 from dagopt.integrations.torch_compile import measured_peak, training_step
@@ -164,3 +167,36 @@ def test_pass_checks_its_method_and_options():
         KernelOrderPass("no-such-method")
     with pytest.raises(InputError, match="beam_width"):
         KernelOrderPass("lpmf", options={"beam_width": 10})
+
+
+def test_zoo_compile_prints_estimates_and_measured_peaks():
+    result = CliRunner().invoke(
+        app, ["zoo", "compile", "llama-small", "--mode", "inference", "--time-limit", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("llama-small (small, inference), torch.compile on the CPU")
+    assert "(inference): " in lines[1] and "kernels, Inductor's estimate" in lines[1]
+    measured = lines[2].split("measured peak: Inductor alone ")[1]
+    alone, ordered = (float(x.split(" MB")[0]) for x in measured.split(", with dagopt "))
+    assert 0 < ordered <= alone
+    assert lines[3].startswith("results: largest difference from Inductor alone 0.0e+00")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["no-such-model", "--mode", "training"], "unknown zoo model 'no-such-model'"),
+        (["gpt2", "--mode", "training", "--method", "nope"], "unknown method 'nope'"),
+    ],
+)
+def test_zoo_compile_refuses_bad_names_before_building(args, message):
+    result = CliRunner().invoke(app, ["zoo", "compile", *args])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_compiled_run_refuses_an_unknown_mode():
+    module, inputs = small_cnn()
+    with pytest.raises(InputError, match="mode must be one of training, inference"):
+        compiled_run(module, inputs, mode="eval")

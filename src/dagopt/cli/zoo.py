@@ -13,6 +13,7 @@ from dagopt.cli.output import console, err_console
 from dagopt.cli.torch_options import CoreAtenOption, Mode, ModeOption, SplitOutputsOption
 from dagopt.errors import InputError
 from dagopt.io import write_graph_json
+from dagopt.registry import MAX_SEED
 
 zoo_app = typer.Typer(
     help="Real model graphs (transformers architectures, random weights), cached.",
@@ -162,6 +163,65 @@ def measure(
     print_runs(
         label, built.torch_graph.graph, runs, {"export": export_seconds, "runs": run_seconds}
     )
+
+
+@zoo_app.command("compile")
+def compile_model(
+    name: Annotated[str, typer.Argument(help="Model name (see `dagopt zoo list`).")],
+    mode: ModeOption,
+    size: SizeOption = Size.small,
+    method: Annotated[
+        str, typer.Option(help="dagopt ordering method of the kernels (`dagopt methods`).")
+    ] = "anytime",
+    time_limit: Annotated[
+        float, typer.Option(min=0, help="Time limit of the method per compiled graph, s.")
+    ] = 10.0,
+    seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Random seed of the method.")] = 0,
+) -> None:
+    """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
+    ordering its kernels, run both; print Inductor's estimates and the measured peaks.
+
+    Per compiled graph: Inductor's own peak estimate of its best order and of the order
+    kept with dagopt's pass (Inductor keeps the lower). Measured: the CPU allocator's
+    peak over one run (`docs/real_models.md`, "torch.compile"); the results' largest
+    difference is shown beside that of Inductor's own rerun."""
+    from dagopt.bench.compiled import compiled_run, relative_difference
+    from dagopt.cli.measure import timed
+    from dagopt.schedule import get_solver
+    from dagopt.zoo import get_model
+
+    model = get_model(name)
+    get_solver(method)  # an unknown name fails before the build starts
+    label = _label(name, size, mode, True, True)
+    (module, inputs), build_seconds = timed(f"building {label}", lambda: model.build(size.value))
+    alone, _ = timed(
+        f"compiling {label} with Inductor alone",
+        lambda: compiled_run(module, inputs, mode=mode.value),
+    )
+    ordered, _ = timed(
+        f"compiling {label} with dagopt's {method}",
+        lambda: compiled_run(
+            module, inputs, mode=mode.value, method=method, time_limit=time_limit, seed=seed
+        ),
+    )
+    lines = [f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph"]
+    for r in ordered.reports:
+        lines.append(
+            f"{r.graph}: {r.kernels} kernels, Inductor's estimate {r.inductor_peak / 1e6:.3f} "
+            f"MB, with dagopt {r.chosen_peak / 1e6:.3f} MB ({r.seconds:.1f} s search)"
+        )
+    change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0
+    lines += [
+        f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB, with dagopt "
+        f"{ordered.peak / 1e6:.3f} MB ({change:+.2f} %)",
+        "results: largest difference from Inductor alone "
+        f"{relative_difference(ordered.results[0], alone.results[0]):.1e} (its own rerun: "
+        f"{relative_difference(alone.results[1], alone.results[0]):.1e})",
+        f"seconds: build {format_seconds(build_seconds)}, compile and first run "
+        f"{alone.compile_seconds:.1f} alone, {ordered.compile_seconds:.1f} with dagopt",
+    ]
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
 
 
 def _label(name: str, size: Size, mode: Mode, split_outputs: bool, core_aten: bool) -> str:
