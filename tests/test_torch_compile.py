@@ -80,6 +80,7 @@ def test_pass_orders_every_compiled_graph(gpt2_runs):
         assert r.nodes > r.kernels > 0
         assert r.inductor_peak <= r.given_peak
         assert r.chosen_peak <= r.inductor_peak
+    assert [r.applied for r in reports] == [False, True]  # the forward: no gain at all
 
 
 def test_dagopt_order_lowers_the_measured_peak(gpt2_runs):
@@ -162,11 +163,26 @@ def test_measured_peak_counts_live_cpu_bytes():
     assert measured_peak(run) == 6000
 
 
+def test_pass_keeps_inductors_order_below_its_min_gain(gpt2_runs):
+    default, _, reports = gpt2_runs
+    gain = 1 - reports[1].dagopt_peak / reports[1].inductor_peak  # about 0.13
+    module, inputs = tiny_gpt2()
+    torch._dynamo.reset()
+    with kernel_order("anytime", time_limit=2.0, seed=0, min_gain=gain + 0.05) as order_pass:
+        kept = run_step(module, training_step(module, inputs))
+    torch._dynamo.reset()
+    assert [r.applied for r in order_pass.reports] == [False, False]
+    assert [r.chosen_peak for r in order_pass.reports] == [r.inductor_peak for r in reports]
+    assert kept["peak"] == default["peak"]
+
+
 def test_pass_checks_its_method_and_options():
     with pytest.raises(InputError, match="no-such-method"):
         KernelOrderPass("no-such-method")
     with pytest.raises(InputError, match="beam_width"):
         KernelOrderPass("lpmf", options={"beam_width": 10})
+    with pytest.raises(InputError, match="min_gain must be in"):
+        KernelOrderPass(min_gain=1.0)
 
 
 def test_zoo_compile_prints_estimates_and_measured_peaks():

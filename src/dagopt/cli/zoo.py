@@ -177,14 +177,23 @@ def compile_model(
         float, typer.Option(min=0, help="Time limit of the method per compiled graph, s.")
     ] = 10.0,
     seed: Annotated[int, typer.Option(min=0, max=MAX_SEED, help="Random seed of the method.")] = 0,
+    min_gain: Annotated[
+        float,
+        typer.Option(
+            min=0.0,
+            max=0.99,
+            help="Hand Inductor dagopt's order only when Inductor's estimate of it is at "
+            "least this fraction below that of Inductor's own best.",
+        ),
+    ] = 0.01,
 ) -> None:
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
     ordering its kernels, run both; print Inductor's estimates and the measured peaks.
 
-    Per compiled graph: Inductor's own peak estimate of its best order and of the order
-    kept with dagopt's pass (Inductor keeps the lower). Measured: the CPU allocator's
-    peak over one run (`docs/real_models.md`, "torch.compile"); the results' largest
-    difference is shown beside that of Inductor's own rerun."""
+    Per compiled graph: Inductor's own peak estimate of its best order and of dagopt's,
+    handed on when at least --min-gain below (then Inductor keeps the lower). Measured:
+    the CPU allocator's peak over one run (`docs/real_models.md`, "torch.compile"); the
+    results' largest difference is shown beside that of Inductor's own rerun."""
     from dagopt.bench.compiled import compiled_run, relative_difference
     from dagopt.cli.measure import timed
     from dagopt.schedule import get_solver
@@ -201,14 +210,21 @@ def compile_model(
     ordered, _ = timed(
         f"compiling {label} with dagopt's {method}",
         lambda: compiled_run(
-            module, inputs, mode=mode.value, method=method, time_limit=time_limit, seed=seed
+            module,
+            inputs,
+            mode=mode.value,
+            method=method,
+            time_limit=time_limit,
+            seed=seed,
+            min_gain=min_gain,
         ),
     )
     lines = [f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph"]
     for r in ordered.reports:
+        kept = "" if r.applied else f"; below --min-gain {min_gain:g}, Inductor's order kept"
         lines.append(
             f"{r.graph}: {r.kernels} kernels, Inductor's estimate {r.inductor_peak / 1e6:.3f} "
-            f"MB, with dagopt {r.chosen_peak / 1e6:.3f} MB ({r.seconds:.1f} s search)"
+            f"MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB ({r.seconds:.1f} s search{kept})"
         )
     change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0
     lines += [
