@@ -81,8 +81,7 @@ def _row(name: str, args) -> tuple[list[str], float]:
         f"{alone.peak / 1e6:.3f}",
         f"{ordered.peak / 1e6:.3f}",
         f"{change:+.2f}",
-        f"{relative_difference(ordered.results[0], alone.results[0]):.1e} / "
-        f"{relative_difference(alone.results[1], alone.results[0]):.1e}",
+        f"{relative_difference(ordered.results, alone.results):.1e} / {alone.rerun_difference:.1e}",
         f"{alone.compile_seconds:.1f} / {ordered.compile_seconds:.1f}",
         f"{alone.run_seconds:.3f} / {ordered.run_seconds:.3f}",
     ]

@@ -7,10 +7,12 @@ cache hit would skip the scheduler, and dagopt's pass with it). A run is the tra
 step (``dagopt.integrations.torch_compile.training_step``) or, for inference, the
 compiled module under ``torch.no_grad()``; its measured peak is ``measured_peak`` of
 one run after the compiling one (gradients set to ``None`` first), and its results
-(gradients, or outputs) are those of two further runs, each after
-``torch.manual_seed(0)`` so that random ops draw the same numbers: compiled CPU code is
-not always bitwise reproducible run to run, so ``relative_difference`` of dagopt's
-results from Inductor's is read beside that of Inductor's two runs.
+(gradients, or outputs) are those of a further run after ``torch.manual_seed(0)``, so
+that random ops draw the same numbers; one more such run gives ``rerun_difference``:
+compiled CPU code is not always bitwise reproducible run to run, so
+``relative_difference`` of dagopt's results from Inductor's is read beside Inductor's
+``rerun_difference``. Only one run's results are kept (a model's gradients can be
+gigabytes).
 """
 
 import contextlib
@@ -28,13 +30,14 @@ MODES = ("training", "inference")
 
 @dataclass(frozen=True)
 class CompiledRun:
-    """One compiled model run: the measured peak (bytes), the results of two seeded runs
-    (``results[k]``: the gradients, or the outputs, as a list of tensors), the seconds of
-    the first call (compiling) and the median of the timed runs, and the pass's reports
-    (none for Inductor alone)."""
+    """One compiled model run: the measured peak (bytes), the results of a seeded run (the
+    gradients, or the outputs, as a list of tensors) and how far a second one differs
+    (``relative_difference``), the seconds of the first call (compiling) and the median
+    of the timed runs, and the pass's reports (none for Inductor alone)."""
 
     peak: int
-    results: tuple[list[Any], list[Any]]
+    results: list[Any]
+    rerun_difference: float
     compile_seconds: float
     run_seconds: float
     reports: tuple[KernelOrderReport, ...]
@@ -72,7 +75,8 @@ def compiled_run(
             run()
             compile_seconds = time.perf_counter() - began
             peak = _measured(module, run)
-            results = tuple(_seeded_results(module, run, mode) for _ in range(2))
+            results = _seeded_results(module, run, mode)
+            rerun_difference = relative_difference(_seeded_results(module, run, mode), results)
             seconds = [_timed(module, run) for _ in range(repeats)]
     finally:
         torch._dynamo.reset()
@@ -80,6 +84,7 @@ def compiled_run(
     return CompiledRun(
         peak=peak,
         results=results,
+        rerun_difference=rerun_difference,
         compile_seconds=compile_seconds,
         run_seconds=statistics.median(seconds) if seconds else float("nan"),
         reports=tuple(order_pass.reports) if order_pass is not None else (),

@@ -231,8 +231,8 @@ def compile_model(
         f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB, with dagopt "
         f"{ordered.peak / 1e6:.3f} MB ({change:+.2f} %)",
         "results: largest difference from Inductor alone "
-        f"{relative_difference(ordered.results[0], alone.results[0]):.1e} (its own rerun: "
-        f"{relative_difference(alone.results[1], alone.results[0]):.1e})",
+        f"{relative_difference(ordered.results, alone.results):.1e} (its own rerun: "
+        f"{alone.rerun_difference:.1e})",
         f"seconds: build {format_seconds(build_seconds)}, compile and first run "
         f"{alone.compile_seconds:.1f} alone, {ordered.compile_seconds:.1f} with dagopt",
     ]
