@@ -229,7 +229,7 @@ class _Builder:
         """Edges (module docstring): inputs -> ``<inputs>`` -> every kernel and storage;
         order edges between kernels; storage -> its kernel and its readers; the graph
         outputs' storages and every kernel -> ``<outputs>``."""
-        final = len(self.names) - 1
+        final = len(self.names) - 1  # <outputs>, the last node added
         kernel_node = {id(k): self.index[id(k)] for k in kernels}
         in_edges: dict[int, list[int]] = {v: [] for v in kernel_node.values()}
         for kernel in kernels:
