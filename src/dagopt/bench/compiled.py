@@ -15,10 +15,9 @@ compiled CPU code is not always bitwise reproducible run to run, so
 gigabytes).
 """
 
-import contextlib
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,8 +61,8 @@ def compiled_run(
 
     if mode not in MODES:
         raise InputError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    context = (
-        _alone(inductor_config.patch(fx_graph_cache=False))
+    context = (  # Inductor's patch yields None: no pass
+        inductor_config.patch(fx_graph_cache=False)
         if method is None
         else kernel_order(method, time_limit=time_limit, seed=seed, min_gain=min_gain)
     )
@@ -141,10 +140,3 @@ def _timed(module: Any, run: Any) -> float:
     began = time.perf_counter()
     run()
     return time.perf_counter() - began
-
-
-@contextlib.contextmanager
-def _alone(patch: Any) -> Iterator[None]:
-    """``patch`` as a context that yields no pass."""
-    with patch:
-        yield None

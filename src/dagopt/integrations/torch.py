@@ -10,7 +10,7 @@ forward and ``loss.backward()``) the same way.
 """
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,14 +104,22 @@ def measure_training_peak(
     return tracker.result((loss, gradients))
 
 
-def eager_training_step(module: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
+def eager_training_step(
+    module: torch.nn.Module,
+    inputs: Sequence[torch.Tensor],
+    loss_module: Callable[..., tuple[torch.Tensor]] | None = None,
+) -> torch.Tensor:
     """The step ``graph_from_module(mode="training")`` traces, run by eager PyTorch: in
     train mode (the module's flag restored afterwards), ``TrainingLoss(module)(*inputs)``
-    and ``loss.backward()``. Returns the loss without autograd history."""
+    and ``loss.backward()``. Returns the loss without autograd history. ``loss_module``
+    computes the loss in place of ``TrainingLoss(module)`` (a compiled one:
+    ``dagopt.integrations.torch_compile.training_step``)."""
+    if loss_module is None:
+        loss_module = TrainingLoss(module)
     was_training = module.training
     module.train(True)
     try:
-        (loss,) = TrainingLoss(module)(*inputs)
+        (loss,) = loss_module(*inputs)
         loss.backward()
     finally:
         module.train(was_training)

@@ -10,12 +10,14 @@ account, every tensor of the run included (Inductor's buffers, extern kernels' o
 autograd's saved tensors and gradients).
 
 ``training_step(module, inputs)`` is the step ``graph_from_module(mode="training")``
-traces (``TrainingLoss``: the sum of the outputs, then ``backward``), compiled.
+traces (``eager_training_step``: ``TrainingLoss``, the sum of the outputs, then
+``backward``), its loss compiled.
 """
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from dagopt.integrations.torch import eager_training_step
 from dagopt.io.torch import TrainingLoss
 
 
@@ -44,23 +46,11 @@ def measured_peak(run: Callable[[], Any]) -> int:
 
 
 def training_step(module: Any, inputs: Sequence[Any], **compile_options: Any) -> Callable[[], Any]:
-    """A compiled training step of ``module`` on ``inputs``: ``step()`` runs the
-    ``TrainingLoss`` forward compiled with ``torch.compile(**compile_options)`` in train
-    mode (the module's flag restored afterwards) and its backward (gradients accumulate
-    into ``.grad`` as ``loss.backward()`` leaves them), and returns the loss. The first
-    call compiles."""
+    """A compiled training step of ``module`` on ``inputs``: ``step()`` is
+    ``eager_training_step`` with the ``TrainingLoss`` forward compiled by
+    ``torch.compile(**compile_options)`` (gradients accumulate into ``.grad`` as
+    ``loss.backward()`` leaves them) and returns the loss. The first call compiles."""
     import torch
 
     compiled = torch.compile(TrainingLoss(module), **compile_options)
-
-    def step() -> Any:
-        was_training = module.training
-        module.train(True)
-        try:
-            (loss,) = compiled(*inputs)
-            loss.backward()
-        finally:
-            module.train(was_training)
-        return loss.detach()
-
-    return step
+    return lambda: eager_training_step(module, inputs, compiled)

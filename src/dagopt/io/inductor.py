@@ -53,15 +53,14 @@ class SchedulerGraph:
 
     ``kernels`` are the scheduler nodes in the order given; ``kernel_nodes[i]`` is the
     graph node of ``kernels[i]``. ``freeable_inputs`` and ``graph_outputs`` are what
-    ``estimate_peak`` needs; ``inductor_peak`` is Inductor's estimate of the given
-    order."""
+    ``estimate_peak`` needs; ``given_peak`` is Inductor's estimate of the given order."""
 
     graph: Graph
     kernels: tuple[Any, ...]
     kernel_nodes: np.ndarray
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
-    inductor_peak: int
+    given_peak: int
 
     def kernels_in_order(self, order: Sequence[int] | np.ndarray) -> list[Any]:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
@@ -158,7 +157,7 @@ def scheduler_graph(
         kernel_nodes=np.asarray(kernel_nodes, dtype=np.int64),
         freeable_inputs=freeable,
         graph_outputs=outputs,
-        inductor_peak=int(peak),
+        given_peak=int(peak),
     )
 
 
@@ -230,32 +229,31 @@ class _Builder:
         order edges between kernels; storage -> its kernel and its readers; the graph
         outputs' storages and every kernel -> ``<outputs>``."""
         final = len(self.names) - 1  # <outputs>, the last node added
-        kernel_node = {id(k): self.index[id(k)] for k in kernels}
-        in_edges: dict[int, list[int]] = {v: [] for v in kernel_node.values()}
+        in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
         for kernel in kernels:
-            v = kernel_node[id(kernel)]
+            v = self.index[id(kernel)]
             for succ in kernel.mpi_node.succ_nodes:
-                in_edges[kernel_node[id(succ)]].append(v)
+                in_edges[self.index[id(succ)]].append(v)
             for buffer in storages[id(kernel)]:
                 s = self.index[id(buffer)]
                 self.edge(s, v)
                 for reader in buffer.mpi_buffer.succ_nodes:
                     if reader is not kernel:
-                        in_edges[kernel_node[id(reader)]].append(s)
+                        in_edges[self.index[id(reader)]].append(s)
                 if buffer.get_name() in outputs:
                     self.edge(s, final)
             self.edge(v, final)
         for buffer_name, buffer in freeable.items():
             u = self.inputs[buffer_name]
             for reader in buffer.mpi_buffer.succ_nodes:
-                in_edges[kernel_node[id(reader)]].append(u)
+                in_edges[self.index[id(reader)]].append(u)
             if buffer_name in outputs:
                 self.edge(u, final)
         if self.start is not None:
             for u in self.inputs.values():
                 self.edge(u, self.start)
         for kernel in kernels:
-            v = kernel_node[id(kernel)]
+            v = self.index[id(kernel)]
             preds = in_edges[v] + ([self.start] if self.start is not None else [])
             for target in [v] + [self.index[id(b)] for b in storages[id(kernel)]]:
                 for u in preds:

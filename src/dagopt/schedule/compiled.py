@@ -23,7 +23,7 @@ order, and whether dagopt's order was handed on.
 
 ``kernel_order(...)`` is the context manager that installs a pass for the compiles in
 it (and turns off Inductor's FX graph cache there, whose hits would skip the pass).
-The measured peak of a compiled run is ``dagopt.integrations.inductor.measured_peak``.
+The measured peak of a compiled run is ``dagopt.integrations.torch_compile.measured_peak``.
 """
 
 import contextlib
@@ -90,7 +90,8 @@ class KernelOrderPass:
         seconds = time.perf_counter() - began
         ordered = sched.kernels_in_order(schedule.order)
         inductor_peak = min(
-            sched.estimate_peak(order) for order in _inductor_orders(kernels, sched)
+            sched.given_peak,
+            *(sched.estimate_peak(order) for order in _inductor_heuristic_orders(kernels, sched)),
         )
         dagopt_peak = sched.estimate_peak(ordered)
         applied = dagopt_peak <= (1.0 - self.min_gain) * inductor_peak
@@ -99,7 +100,7 @@ class KernelOrderPass:
                 graph=label,
                 kernels=len(kernels),
                 nodes=sched.graph.num_nodes,
-                given_peak=sched.inductor_peak,
+                given_peak=sched.given_peak,
                 inductor_peak=inductor_peak,
                 dagopt_peak=dagopt_peak,
                 seconds=seconds,
@@ -133,9 +134,9 @@ def _graph_label(graph: Any) -> str:
     return f"graph {graph.graph_id} ({kind})" if graph.graph_id is not None else kind
 
 
-def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
-    """The orders Inductor's ``reorder_for_peak_memory`` picks from: the given one and
-    its three heuristics'."""
+def _inductor_heuristic_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
+    """The orders of the three heuristics Inductor's ``reorder_for_peak_memory`` picks
+    from, beside the given one."""
     from torch._inductor import memory
     from torch._inductor.virtualized import V
 
@@ -143,4 +144,4 @@ def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
     lpmf = memory.topological_sort_lpmf(
         given, sched.freeable_inputs, V.graph.scheduler.name_to_buf, sched.graph_outputs
     )
-    return [given, lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
+    return [lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
