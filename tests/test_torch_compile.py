@@ -78,8 +78,9 @@ def test_pass_orders_every_compiled_graph(gpt2_runs):
     assert [r.graph.split(" (")[1] for r in reports] == ["forward)", "backward)"]
     for r in reports:
         assert r.nodes > r.kernels > 0
-        assert r.inductor_peak <= r.given_peak
-        assert r.chosen_peak <= r.inductor_peak
+        # anytime starts from the given order (and its own lpmf / BFS / DFS): by
+        # Inductor's estimate, its order is no worse than the best of Inductor's four
+        assert r.dagopt_peak <= r.inductor_peak
     assert [r.applied for r in reports] == [False, True]  # the forward: no gain at all
 
 
