@@ -7,17 +7,18 @@
 Each zoo model (small size, random weights, dropout as configured) is compiled by
 ``torch.compile`` on the CPU twice (``dagopt.bench.compiled.compiled_run``): by Inductor
 alone, and with dagopt's scheduler pass (``dagopt.schedule.compiled.kernel_order``:
-``--method`` for ``--time-limit`` seconds per compiled graph, seed 0), after which
-Inductor keeps the least estimated peak of dagopt's order and its own heuristics'. In
+``--method`` for ``--time-limit`` seconds per compiled graph, seed 0), which keeps the
+least estimated peak of dagopt's order and Inductor's own heuristics'. In
 ``--mode training`` (the default) a run is the training step
 (``dagopt.integrations.torch_compile.training_step``: ``TrainingLoss`` forward,
 ``backward``), in ``inference`` the forward under ``torch.no_grad()``. Columns:
 
 - ``kernels``: Inductor's fused kernels of each compiled graph (forward / backward);
-- ``Inductor est.`` / ``dagopt est.``: Inductor's own peak estimate (MB,
-  ``estimate_peak_memory``) of the best order of its heuristics and of dagopt's order,
-  per graph, the latter starred where it was handed on (at least ``--min-gain`` below
-  the former; default 0.01);
+- ``Inductor est.`` / ``dagopt est.``: the peak estimate (MB; ``dagopt.io.inductor``:
+  Inductor's own ``estimate_peak_memory`` on its orders, multi-output kernels' tuples
+  held as the generated code holds them) of the best order of Inductor's heuristics
+  and of dagopt's order, per graph, the latter starred where it was kept (below the
+  former by at least ``--min-gain``, default 0);
 - measured peaks (``measured_peak``: the CPU allocator's live bytes over one whole run,
   gradients set to ``None`` first) of the two compiled models, and the change;
 - ``diff dagopt / rerun``: the largest difference of dagopt's gradients (outputs, in
@@ -69,6 +70,7 @@ def _row(name: str, args) -> tuple[list[str], float]:
         time_limit=args.time_limit,
         seed=0,
         min_gain=args.min_gain,
+        workspaces=args.workspaces,
         **common,
     )
     reports = ordered.reports
@@ -98,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--method", default="anytime", help="dagopt ordering method")
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs of each")
     parser.add_argument(
-        "--min-gain", type=float, default=0.01, help="the pass's min_gain (a fraction)"
+        "--min-gain", type=float, default=0.0, help="the pass's min_gain (a fraction)"
+    )
+    parser.add_argument(
+        "--no-workspaces",
+        dest="workspaces",
+        action="store_false",
+        help="extern kernels' workspaces not measured nor counted",
     )
     args = parser.parse_args(argv)
     check_zoo_models(args.models)

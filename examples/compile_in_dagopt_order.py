@@ -6,9 +6,9 @@ A four-block GPT-2 (``transformers`` config, random weights, no dropout) is trai
 next-token prediction for a few AdamW steps on the CPU, compiled by ``torch.compile``
 twice: by Inductor alone and inside ``dagopt.schedule.compiled.kernel_order()``, which
 gives Inductor a scheduler pass ordering each compiled graph's fused kernels with
-``anytime`` (Inductor then keeps the order of least estimated peak among dagopt's and
-its own heuristics'). The script prints, per compiled graph, Inductor's own peak
-estimate of its best order and of the one kept; then, measured by the CPU allocator
+``anytime`` (the pass keeps the order of least estimated peak among dagopt's and
+Inductor's own heuristics'). The script prints, per compiled graph, the peak estimate
+of Inductor's best order and of the one kept; then, measured by the CPU allocator
 (``dagopt.integrations.torch_compile.measured_peak``), the peak of one training step
 of each, and whether the two runs' losses are bitwise equal (the same kernels, in
 another order).
@@ -66,7 +66,8 @@ inductor_losses, inductor_peak, _ = train(inductor_config.patch(fx_graph_cache=F
 dagopt_losses, dagopt_peak, reports = train(kernel_order("anytime", time_limit=args.time_limit))
 for r in reports:
     print(
-        f"{r.graph}: {r.kernels} kernels, Inductor's estimate {r.inductor_peak / 1e6:.3f} MB, "
+        f"{r.graph}: {r.kernels} kernels, estimate of Inductor's order "
+        f"{r.inductor_peak / 1e6:.3f} MB, "
         f"with dagopt {r.chosen_peak / 1e6:.3f} MB ({r.seconds:.1f} s of search)"
     )
 print(

@@ -1,12 +1,17 @@
 """dagopt inside ``torch.compile``: the graph of Inductor's kernels predicts Inductor's own
-peak estimate, the scheduler pass's order is what the compiled code runs (measured by
-the CPU allocator), and the compiled step computes the same bits."""
+peak estimate (plus the measured workspaces of extern kernels), the scheduler pass's
+order is what the compiled code runs (measured by the CPU allocator), and the compiled
+step computes the same bits."""
+
+import functools
 
 import numpy as np
 import pytest
 import torch
 import torch._inductor.config as inductor_config
 from torch import nn
+from torch._inductor.ir import MultiOutput
+from torch._inductor.memory import estimate_peak_memory
 from typer.testing import CliRunner
 
 from dagopt.bench.compiled import compiled_run
@@ -78,8 +83,8 @@ def test_pass_orders_every_compiled_graph(gpt2_runs):
     assert [r.graph.split(" (")[1] for r in reports] == ["forward)", "backward)"]
     for r in reports:
         assert r.nodes > r.kernels > 0
-        # anytime starts from the given order (and its own lpmf / BFS / DFS): by
-        # Inductor's estimate, its order is no worse than the best of Inductor's four
+        # anytime starts from the given order (and its own lpmf / BFS / DFS): by the
+        # graph's estimate, its order is no worse than the best of Inductor's four
         assert r.dagopt_peak <= r.inductor_peak
     assert [r.applied for r in reports] == [False, True]  # the forward: no gain at all
 
@@ -100,27 +105,70 @@ def test_compiled_step_in_dagopt_order_computes_the_same_bits(gpt2_runs):
     assert all(torch.equal(a, b) for a, b in zip(default["grads"], ordered["grads"], strict=True))
 
 
+def is_multi_output(kernel) -> bool:
+    """A ``MultiOutput`` node: takes one output of a multi-output kernel out of its tuple."""
+    return isinstance(getattr(kernel, "node", None), MultiOutput)
+
+
+def multi_outputs_early(kernels) -> list:
+    """``kernels`` with each ``MultiOutput`` node right after the node whose tuple it reads."""
+    extractors = [k for k in kernels if is_multi_output(k)]
+    order = []
+
+    def emit(kernel):
+        order.append(kernel)
+        for x in extractors:
+            if kernel in x.mpi_node.pred_nodes and x not in order:
+                emit(x)
+
+    for kernel in kernels:
+        if not is_multi_output(kernel):
+            emit(kernel)
+    return order
+
+
+def multi_outputs_late(kernels) -> list:
+    """``kernels`` with each ``MultiOutput`` node as late as its readers allow."""
+    order, pending = [], []
+    for kernel in kernels:
+        if is_multi_output(kernel):
+            pending.append(kernel)
+            continue
+        for x in [x for x in pending if x in kernel.mpi_node.pred_nodes]:
+            pending.remove(x)
+            order.append(x)
+        order.append(kernel)
+    return order + pending
+
+
 def test_scheduler_graph_peak_is_inductors_estimate():
-    """On Inductor's order and on random orders with each kernel's storages right before
-    it, the graph's peak is ``estimate_peak_memory``'s; anywhere else an upper bound."""
+    """On Inductor's order, and on random orders with each kernel's storages right before
+    it and its ``MultiOutput`` nodes right after it, the graph's peak is
+    ``estimate_peak_memory``'s; anywhere else an upper bound."""
     seen = []
 
     def check(kernels):
         sched = current_scheduler_graph(kernels)
         graph = sched.graph
-        assert peak_memory(graph, np.arange(graph.num_nodes)) == sched.given_peak
+        given, _ = estimate_peak_memory(kernels, sched.freeable_inputs, sched.graph_outputs)
+        assert peak_memory(graph, np.arange(graph.num_nodes)) == given
         rng = np.random.default_rng(0)
         for _ in range(20):
             order = priority_topological(graph, rng.random(graph.num_nodes))
-            estimate = sched.estimate_peak(sched.kernels_in_order(order))
-            assert peak_memory(graph, order) >= estimate
-            assert peak_memory(graph, storages_before_kernels(sched, order)) == estimate
+            kernels_run = sched.kernels_in_order(order)
+            early = multi_outputs_early(kernels_run)
+            estimate, _ = estimate_peak_memory(early, sched.freeable_inputs, sched.graph_outputs)
+            assert peak_memory(graph, order) >= peak_memory(graph, sched.node_order(kernels_run))
+            assert peak_memory(graph, sched.node_order(kernels_run)) >= estimate
+            assert peak_memory(graph, sched.node_order(early)) == estimate
         seen.append(sched)
         return kernels
 
     module, inputs = small_cnn()
     torch._dynamo.reset()
-    with inductor_config.patch(_post_fusion_custom_pass=check, fx_graph_cache=False):
+    with inductor_config.patch(
+        _post_fusion_custom_pass=check, reorder_for_peak_memory=False, fx_graph_cache=False
+    ):
         training_step(module, inputs)()
     torch._dynamo.reset()
     assert len(seen) == 2
@@ -132,25 +180,55 @@ def test_scheduler_graph_peak_is_inductors_estimate():
     assert shares.max() >= 2
 
 
-def storages_before_kernels(sched, order) -> np.ndarray:
-    """``order`` (a topological order of ``sched.graph``) with every storage moved right
-    before its kernel: the inputs, ``<inputs>``, then per kernel its storages and itself,
-    then ``<outputs>``."""
-    graph = sched.graph
-    names = graph.names
-    index = graph.index_of
-    front = [v for v in range(graph.num_nodes) if graph.op[v] == "input"]
-    if INPUTS_NODE in index:
-        front.append(index[INPUTS_NODE])
-    body = []
-    for kernel in sched.kernels_in_order(order):
-        v = index[kernel.get_name()]
-        j = 1
-        while f"{names[v]}.{j}" in index:
-            body.append(index[f"{names[v]}.{j}"])
-            j += 1
-        body.append(v)
-    return np.asarray(front + body + [index[OUTPUTS_NODE]])
+def sort_then_matmul(x: torch.Tensor):
+    """A multi-output kernel (``sort``, a fallback whose values and indices Inductor takes
+    out of one tuple), the values read soon (into a buffer of another size, so the
+    generated code cannot reuse their storage), the indices only returned."""
+    values, indices = torch.sort(x, dim=1)
+    half = values[:, : x.shape[1] // 2].sin()
+    return (half @ half.T).sum(), indices
+
+
+def test_multi_output_tuples_hold_their_outputs_as_the_generated_code_does():
+    """Run the ``MultiOutput`` node of the indices last: the generated code holds the sort's
+    tuple, and the values in it, until then. The graph's peak is the measured one in
+    both orders; Inductor's estimate frees the values after their reader regardless."""
+    x = torch.randn(512, 256)
+    runs = {}
+    for arrange in (list, multi_outputs_late):
+        seen = []
+
+        def reorder(kernels, arrange=arrange, seen=seen):
+            sched = current_scheduler_graph(kernels)
+            order = arrange(kernels)
+            estimate, _ = estimate_peak_memory(order, sched.freeable_inputs, sched.graph_outputs)
+            seen.append((peak_memory(sched.graph, sched.node_order(order)), estimate))
+            return order
+
+        torch._dynamo.reset()
+        with inductor_config.patch(
+            _post_fusion_custom_pass=reorder, reorder_for_peak_memory=False, fx_graph_cache=False
+        ):
+            compiled = torch.compile(sort_then_matmul)
+            compiled(x)
+            measured = measured_peak(functools.partial(compiled, x))
+        runs[arrange.__name__] = (*seen[0], measured)
+    torch._dynamo.reset()
+    graph_peak, estimate, measured = runs["list"]
+    assert graph_peak == estimate == measured
+    graph_peak, estimate, measured = runs["multi_outputs_late"]
+    values = 512 * 256 * 4
+    assert graph_peak == measured == estimate + values
+
+
+def test_pass_refuses_to_run_under_inductors_own_peak_memory_pass():
+    torch._dynamo.reset()
+    with (
+        inductor_config.patch(_post_fusion_custom_pass=KernelOrderPass(), fx_graph_cache=False),
+        pytest.raises(Exception, match="turn Inductor's reorder_for_peak_memory off"),
+    ):
+        torch.compile(sort_then_matmul)(torch.randn(8, 4))
+    torch._dynamo.reset()
 
 
 def test_measured_peak_counts_live_cpu_bytes():
@@ -193,7 +271,7 @@ def test_zoo_compile_prints_estimates_and_measured_peaks():
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("llama-small (small, inference), torch.compile on the CPU")
-    assert "(inference): " in lines[1] and "kernels, Inductor's estimate" in lines[1]
+    assert "(inference): " in lines[1] and "kernels, estimate of Inductor's order" in lines[1]
     measured = lines[2].split("measured peak: Inductor alone ")[1]
     alone, ordered = (float(x.split(" MB")[0]) for x in measured.split(", with dagopt "))
     assert 0 < ordered <= alone

@@ -50,12 +50,13 @@ def compiled_run(
     method: str | None = None,
     time_limit: float | None = 10.0,
     seed: int | None = 0,
-    min_gain: float = 0.01,
+    min_gain: float = 0.0,
+    workspaces: bool = True,
     repeats: int = 3,
 ) -> CompiledRun:
     """Compile ``module`` (``mode``: ``"training"`` or ``"inference"``) by Inductor alone
-    (``method=None``) or with ``kernel_order(method, time_limit=, seed=, min_gain=)`` and
-    run it (module docstring); ``repeats`` timed runs."""
+    (``method=None``) or with ``kernel_order(method, time_limit=, seed=, min_gain=,
+    workspaces=)`` and run it (module docstring); ``repeats`` timed runs."""
     import torch
     import torch._inductor.config as inductor_config
 
@@ -64,7 +65,9 @@ def compiled_run(
     context = (  # Inductor's patch yields None: no pass
         inductor_config.patch(fx_graph_cache=False)
         if method is None
-        else kernel_order(method, time_limit=time_limit, seed=seed, min_gain=min_gain)
+        else kernel_order(
+            method, time_limit=time_limit, seed=seed, min_gain=min_gain, workspaces=workspaces
+        )
     )
     torch._dynamo.reset()
     try:

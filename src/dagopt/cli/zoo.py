@@ -182,18 +182,19 @@ def compile_model(
         typer.Option(
             min=0.0,
             max=0.99,
-            help="Hand Inductor dagopt's order only when Inductor's estimate of it is at "
-            "least this fraction below that of Inductor's own best.",
+            help="Keep dagopt's order only when its estimate is at least this fraction "
+            "below that of the best of Inductor's own orders.",
         ),
-    ] = 0.01,
+    ] = 0.0,
 ) -> None:
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
-    ordering its kernels, run both; print Inductor's estimates and the measured peaks.
+    ordering its kernels, run both; print the estimates and the measured peaks.
 
-    Per compiled graph: Inductor's own peak estimate of its best order and of dagopt's,
-    handed on when at least --min-gain below (then Inductor keeps the lower). Measured:
-    the CPU allocator's peak over one run (`docs/real_models.md`, "torch.compile"); the
-    results' largest difference is shown beside that of Inductor's own rerun."""
+    Per compiled graph: the peak estimate (`dagopt.io.inductor`: Inductor's own on its
+    orders) of the best of Inductor's own orders and of dagopt's, kept when at least
+    --min-gain below. Measured: the CPU allocator's peak over one run
+    (`docs/real_models.md`, "torch.compile"); the results' largest difference is shown
+    beside that of Inductor's own rerun."""
     from dagopt.bench.compiled import compiled_run, relative_difference
     from dagopt.cli.measure import timed
     from dagopt.schedule import get_solver
@@ -221,10 +222,11 @@ def compile_model(
     )
     lines = [f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph"]
     for r in ordered.reports:
-        kept = "" if r.applied else f"; below --min-gain {min_gain:g}, Inductor's order kept"
+        kept = "" if r.applied else "; Inductor's order kept"
         lines.append(
-            f"{r.graph}: {r.kernels} kernels, Inductor's estimate {r.inductor_peak / 1e6:.3f} "
-            f"MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB ({r.seconds:.1f} s search{kept})"
+            f"{r.graph}: {r.kernels} kernels, estimate of Inductor's order "
+            f"{r.inductor_peak / 1e6:.3f} MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB "
+            f"({r.seconds:.1f} s search{kept})"
         )
     change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0
     lines += [

@@ -7,13 +7,16 @@ free to the PyTorch profiler, though. ``measured_peak(run)`` runs ``run()`` unde
 profiler with ``profile_memory=True`` and returns the largest number of bytes of CPU
 memory live during the run beyond what was live before it: the allocator's own
 account, every tensor of the run included (Inductor's buffers, extern kernels' outputs,
-autograd's saved tensors and gradients).
+autograd's saved tensors and gradients). ``transient_bytes(prepared)`` measures, the same
+way, what each of several calls allocates and frees again before it returns (what
+``dagopt.integrations.extern_kernels`` reads of Inductor's extern kernels).
 
 ``training_step(module, inputs)`` is the step ``graph_from_module(mode="training")``
 traces (``eager_training_step``: ``TrainingLoss``, the sum of the outputs, then
 ``backward``), its loss compiled.
 """
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,25 +27,70 @@ from dagopt.io.torch import TrainingLoss
 def measured_peak(run: Callable[[], Any]) -> int:
     """Peak bytes of CPU memory live during ``run()`` above what was live before it, by
     the allocator's reports to the PyTorch profiler (module docstring)."""
-    import torch
-    from torch.autograd import DeviceType
-
-    with torch.profiler.profile(
-        activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
-    ) as profiler:
+    with _memory_profiler() as profiler:
         run()
-    events = sorted(
-        (
-            (event.start_ns(), position, event.nbytes())
-            for position, event in enumerate(profiler.profiler.kineto_results.events())
-            if event.name() == "[memory]" and event.device_type() == DeviceType.CPU
-        ),
-    )
     live = peak = 0
-    for _, _, nbytes in events:
+    for _, nbytes in _cpu_memory_events(profiler):
         live += nbytes
         peak = max(peak, live)
     return peak
+
+
+def transient_bytes(prepared: Sequence[Callable[[], Callable[[], Any]]]) -> list[int]:
+    """Per item of ``prepared``, which makes what its call needs and returns the call: the
+    most bytes of CPU memory live during the call beyond those live before it, less
+    those live when it returns (what it returned, held until then). One profiler
+    session for all, each call in its own ``record_function`` window, what it needs
+    made before the window opens."""
+    import torch
+
+    names = [f"dagopt.transient.{i}" for i in range(len(prepared))]
+    with _memory_profiler() as profiler:
+        for name, prepare in zip(names, prepared, strict=True):
+            call = prepare()
+            with torch.profiler.record_function(name):
+                result = call()
+            del result, call
+    wanted = set(names)
+    windows = {
+        event.name(): (event.start_ns(), event.start_ns() + event.duration_ns())
+        for event in profiler.profiler.kineto_results.events()
+        if event.name() in wanted
+    }
+    events = _cpu_memory_events(profiler)
+    times = [time_ns for time_ns, _ in events]
+    transients = []
+    for name in names:
+        began, ended = windows[name]
+        live = peak = 0
+        for _, nbytes in events[bisect_left(times, began) : bisect_right(times, ended)]:
+            live += nbytes
+            peak = max(peak, live)
+        transients.append(peak - live)
+    return transients
+
+
+def _memory_profiler() -> Any:
+    import torch
+
+    return torch.profiler.profile(
+        activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
+    )
+
+
+def _cpu_memory_events(profiler: Any) -> list[tuple[int, int]]:
+    """``(time ns, bytes allocated, negative when freed)`` of the CPU allocator's
+    reports, in time order."""
+    from torch.autograd import DeviceType
+
+    return [
+        (time_ns, nbytes)
+        for time_ns, _, nbytes in sorted(
+            (event.start_ns(), position, event.nbytes())
+            for position, event in enumerate(profiler.profiler.kineto_results.events())
+            if event.name() == "[memory]" and event.device_type() == DeviceType.CPU
+        )
+    ]
 
 
 def training_step(module: Any, inputs: Sequence[Any], **compile_options: Any) -> Callable[[], Any]:

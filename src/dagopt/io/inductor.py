@@ -7,9 +7,14 @@ by ``estimate_peak_memory``: a buffer is allocated when its node runs and freed 
 its last reader (never, for a graph output); a freeable graph input (an activation
 AOTAutograd hands the backward graph, say) is live from the start until its last
 reader. ``scheduler_graph`` builds the ``Graph`` whose peak (``dagopt.objectives``,
-``keep_outputs=False``) equals that estimate on Inductor's own order, so every dagopt
-method orders the kernels by the number Inductor itself uses; ``kernels_in_order``
-turns an order back into the scheduler nodes. The nodes, in Inductor's order (so
+``keep_outputs=False``) equals that estimate on Inductor's own order and, on other
+orders, counts one thing the estimate misses (the tuples of multi-output kernels,
+below), so every dagopt method orders the kernels by what the generated code holds;
+``kernels_in_order``
+turns an order back into the scheduler nodes. Given ``workspaces`` (kernel name ->
+bytes an extern kernel allocates inside itself and frees before it returns, which the
+estimate leaves out too; ``dagopt.integrations.extern_kernels`` measures them), each
+is added while its kernel runs. The nodes, in Inductor's order (so
 ``np.arange(n)`` is that order):
 
 - the freeable inputs (``mem``: their bytes), then ``<inputs>`` (``mem`` 0), which reads
@@ -20,18 +25,29 @@ turns an order back into the scheduler nodes. The nodes, in Inductor's order (so
   read by the buffer's readers; it holds the buffer's lifetime. A kernel's order
   edges (Inductor's ``succ_nodes``, which include order-only dependencies) join mem-0
   kernel nodes, so they keep no buffer alive. The outputs of a multi-output kernel
-  (``MultiOutputLayout``: Inductor allocates them all when the kernel runs and frees
-  each after its own last reader) are storages of that kernel;
+  (``MultiOutputLayout``: Inductor allocates them all when the kernel runs) are storages
+  of that kernel, each read also by the kernel's ``MultiOutput`` nodes (which take the
+  outputs out of the tuple): the generated code holds the tuple, and every output in
+  it, until the last of those has run. Inductor's estimate frees each output after its
+  own last reader, which is what happens only while those nodes run before the
+  outputs' readers, as in Inductor's orders (they cost nothing and are ready at once);
+  an order that leaves one for later keeps every output of the kernel alive until
+  then (an upper bound where the code reuses such an output's storage in place). A
+  kernel's workspace is one more storage (``op`` ``"workspace"``), read by the kernel
+  alone;
 - ``<outputs>`` (``mem`` 0) reads every graph-output storage and follows every kernel,
   so those live to the end.
 
 A storage running right before its kernel is allocated one step early with nothing
-freed in between, so the peak is Inductor's estimate exactly; elsewhere it is an upper
-bound. Inductor's data structures are internal ("prototype", its docs say) and this
-module reads the ones of torch 2.13 (``docs/real_models.md``, "torch.compile").
+freed in between, so with each ``MultiOutput`` node right after its kernel too, the peak
+is Inductor's estimate (plus workspaces) exactly; with the storages so and the ``MultiOutput`` nodes
+anywhere, it is what the generated code holds (``SchedulerGraph.node_order`` gives that
+order of any order of the kernels); elsewhere an upper bound. Inductor's data
+structures are internal ("prototype", its docs say) and this module reads the ones of
+torch 2.13 (``docs/real_models.md``, "torch.compile").
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,15 +68,18 @@ class SchedulerGraph:
     """A ``Graph`` of Inductor's scheduler nodes (module docstring).
 
     ``kernels`` are the scheduler nodes in the order given; ``kernel_nodes[i]`` is the
-    graph node of ``kernels[i]``. ``freeable_inputs`` and ``graph_outputs`` are what
-    ``estimate_peak`` needs; ``given_peak`` is Inductor's estimate of the given order."""
+    graph node of ``kernels[i]`` and ``storage_nodes[i]`` those of its storages;
+    ``front`` the freeable inputs' nodes and ``<inputs>``.
+    ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning inputs (its
+    heuristics take them)."""
 
     graph: Graph
     kernels: tuple[Any, ...]
     kernel_nodes: np.ndarray
+    storage_nodes: tuple[tuple[int, ...], ...]
+    front: tuple[int, ...]
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
-    given_peak: int
 
     def kernels_in_order(self, order: Sequence[int] | np.ndarray) -> list[Any]:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
@@ -71,16 +90,25 @@ class SchedulerGraph:
         picked = kernel_of[np.asarray(order, dtype=np.int64)]
         return [self.kernels[k] for k in picked[picked >= 0]]
 
-    def estimate_peak(self, kernels: Sequence[Any]) -> int:
-        """Inductor's own estimate (``estimate_peak_memory``) of the peak of ``kernels``
-        run in that order."""
-        from torch._inductor.memory import estimate_peak_memory
+    def node_order(self, kernels: Sequence[Any]) -> np.ndarray:
+        """The graph order that runs ``kernels`` (all of them, in a topological order)
+        with each kernel's storages right before it: ``front``, per kernel its storages
+        and itself, then ``<outputs>``."""
+        position = {id(k): i for i, k in enumerate(self.kernels)}
+        body = []
+        for kernel in kernels:
+            i = position[id(kernel)]
+            body.extend(self.storage_nodes[i])
+            body.append(int(self.kernel_nodes[i]))
+        return np.asarray([*self.front, *body, self.graph.num_nodes - 1], dtype=np.int64)
 
-        peak, _ = estimate_peak_memory(list(kernels), self.freeable_inputs, self.graph_outputs)
-        return int(peak)
 
-
-def current_scheduler_graph(kernels: Sequence[Any], *, name: str = "inductor") -> SchedulerGraph:
+def current_scheduler_graph(
+    kernels: Sequence[Any],
+    *,
+    workspaces: Mapping[str, int] | None = None,
+    name: str = "inductor",
+) -> SchedulerGraph:
     """``scheduler_graph`` of ``kernels`` with the scheduler and graph Inductor is
     compiling now (``torch._inductor.virtualized.V``): what a scheduler pass such as
     ``torch._inductor.config._post_fusion_custom_pass`` is given."""
@@ -94,6 +122,7 @@ def current_scheduler_graph(kernels: Sequence[Any], *, name: str = "inductor") -
         scheduler.name_to_fused_node,
         OrderedSet(V.graph.graph_inputs.keys()),
         OrderedSet(V.graph.get_output_names()),
+        workspaces=workspaces,
         name=name,
     )
 
@@ -105,18 +134,22 @@ def scheduler_graph(
     graph_inputs: Iterable[str],
     graph_outputs: Iterable[str],
     *,
+    workspaces: Mapping[str, int] | None = None,
     name: str = "inductor",
 ) -> SchedulerGraph:
     """The ``Graph`` of Inductor's scheduler nodes ``kernels`` (module docstring), with
     the buffer sizes and readers of Inductor's own planning (``prepare_planning_info``,
-    which this calls as ``reorder_for_peak_memory`` does). Raises ``GraphError`` for a
-    buffer whose allocating kernel it cannot find."""
+    which this calls as ``reorder_for_peak_memory`` does) and the ``workspaces`` (kernel
+    name -> bytes) of the kernels named there. Raises ``GraphError`` for a buffer whose
+    allocating kernel it cannot find, or a workspace of no kernel or below 0."""
     from torch._inductor.memory import prepare_planning_info
     from torch.utils._ordered_set import OrderedSet
 
     kernels = list(kernels)
+    workspaces = dict(workspaces or {})
+    _check_workspaces(workspaces, kernels)
     outputs = OrderedSet(graph_outputs)
-    peak, freeable = prepare_planning_info(
+    _, freeable = prepare_planning_info(
         kernels, name_to_buf, name_to_fused_node, OrderedSet(graph_inputs), outputs
     )
     builder = _Builder()
@@ -124,51 +157,83 @@ def scheduler_graph(
         builder.add_input(buffer_name, buffer.mpi_buffer.size_free)
     if freeable:
         builder.start = builder.add(INPUTS_NODE, 0.0, "inputs")
-    allocator = _multi_output_allocators(kernels)
+    multi = _multi_outputs(kernels)
     storages: dict[int, list[Any]] = {id(k): [] for k in kernels}
     for kernel in kernels:
         for buffer in kernel.get_outputs():
             info = buffer.mpi_buffer
             if info.size_free == 0:
                 continue  # a rename of a mutated buffer, or a multi-output kernel's tuple
-            owner = kernel if info.size_alloc else allocator.get(buffer.get_name())
+            owner = kernel if info.size_alloc else multi.allocator.get(buffer.get_name())
             if owner is None:
                 raise GraphError(
                     f"Inductor buffer {buffer.get_name()!r} frees {info.size_free} bytes "
                     "that no kernel allocates"
                 )
             storages[id(owner)].append(buffer)
-    kernel_nodes = []
+    kernel_nodes, storage_nodes = [], []
     for kernel in kernels:
-        for j, buffer in enumerate(storages[id(kernel)], start=1):
+        name_of = kernel.get_name()
+        nodes = [
             builder.add(
-                f"{kernel.get_name()}{SHARE_SEPARATOR}{j}",
+                f"{name_of}{SHARE_SEPARATOR}{j}",
                 buffer.mpi_buffer.size_free,
                 "storage",
                 share=j,
                 key=buffer,
             )
-        kernel_nodes.append(builder.add(kernel.get_name(), 0.0, type(kernel).__name__, key=kernel))
+            for j, buffer in enumerate(storages[id(kernel)], start=1)
+        ]
+        if workspaces.get(name_of):
+            j = len(nodes) + 1
+            nodes.append(
+                builder.add(
+                    f"{name_of}{SHARE_SEPARATOR}{j}", workspaces[name_of], "workspace", share=j
+                )
+            )
+            builder.workspace[id(kernel)] = nodes[-1]
+        storage_nodes.append(tuple(nodes))
+        kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
-    builder.connect(kernels, storages, freeable, outputs)
+    builder.connect(kernels, storages, multi.extractors, freeable, outputs)
     return SchedulerGraph(
         graph=builder.graph(name),
         kernels=tuple(kernels),
         kernel_nodes=np.asarray(kernel_nodes, dtype=np.int64),
+        storage_nodes=tuple(storage_nodes),
+        front=(*builder.inputs.values(), *([builder.start] if freeable else [])),
         freeable_inputs=freeable,
         graph_outputs=outputs,
-        given_peak=int(peak),
     )
 
 
-def _multi_output_allocators(kernels: Sequence[Any]) -> dict[str, Any]:
-    """Buffer name -> the kernel that allocates it, for the outputs of multi-output
-    kernels (``MultiOutputLayout``, nested tuples too), which Inductor sizes as
-    allocated by that kernel and freed each on its own (``compute_size_for_scheduler_buffer``)."""
+def _check_workspaces(workspaces: dict[str, int], kernels: Sequence[Any]) -> None:
+    names = {kernel.get_name() for kernel in kernels}
+    for name, size in workspaces.items():
+        if name not in names:
+            raise GraphError(f"workspace of {name!r}, which is not a kernel of this graph")
+        if size < 0:
+            raise GraphError(f"workspace of {name!r} is {size} bytes, below 0")
+
+
+@dataclass(frozen=True)
+class _MultiOutputs:
+    """The multi-output kernels (``MultiOutputLayout``: a tuple of outputs, nested tuples
+    too): ``allocator`` maps each output buffer's name to the kernel that allocates it,
+    which Inductor sizes as allocated by that kernel and freed each on its own
+    (``compute_size_for_scheduler_buffer``); ``extractors`` maps ``id(kernel)`` to the
+    ``MultiOutput`` nodes that take its outputs out of the tuple. The generated code
+    holds the tuple until the last of those has run, and every output with it."""
+
+    allocator: dict[str, Any]
+    extractors: dict[int, list[Any]]
+
+
+def _multi_outputs(kernels: Sequence[Any]) -> _MultiOutputs:
     from torch._inductor.ir import MultiOutput, MultiOutputLayout
     from torch._inductor.scheduler import OutputNode
 
-    allocator: dict[str, Any] = {}
+    found = _MultiOutputs({}, {})
 
     def claim(buffer: Any, kernel: Any) -> None:
         for user in buffer.users:
@@ -176,7 +241,10 @@ def _multi_output_allocators(kernels: Sequence[Any]) -> dict[str, Any]:
                 continue
             for out in user.node.get_outputs():
                 if isinstance(out.node, MultiOutput):
-                    allocator[out.get_name()] = kernel
+                    found.allocator[out.get_name()] = kernel
+                    extractors = found.extractors.setdefault(id(kernel), [])
+                    if user.node not in extractors:
+                        extractors.append(user.node)
                     if isinstance(out.node.layout, MultiOutputLayout):
                         claim(out, kernel)
 
@@ -184,7 +252,7 @@ def _multi_output_allocators(kernels: Sequence[Any]) -> dict[str, Any]:
         for buffer in kernel.get_outputs():
             if isinstance(buffer.node.layout, MultiOutputLayout) and buffer.mpi_buffer.size_alloc:
                 claim(buffer, kernel)
-    return allocator
+    return found
 
 
 class _Builder:
@@ -198,6 +266,7 @@ class _Builder:
         self.index: dict[int, int] = {}  # id(kernel or buffer) -> node
         self.inputs: dict[str, int] = {}
         self.start: int | None = None  # <inputs>, when there are freeable inputs
+        self.workspace: dict[int, int] = {}  # id(kernel) -> its workspace node
         self.src: list[int] = []
         self.dst: list[int] = []
 
@@ -222,11 +291,13 @@ class _Builder:
         self,
         kernels: Sequence[Any],
         storages: dict[int, list[Any]],
+        extractors: dict[int, list[Any]],
         freeable: dict[str, Any],
         outputs: Any,
     ) -> None:
         """Edges (module docstring): inputs -> ``<inputs>`` -> every kernel and storage;
-        order edges between kernels; storage -> its kernel and its readers; the graph
+        order edges between kernels; storage -> its kernel, its readers and the
+        ``MultiOutput`` nodes of its kernel's tuple; workspace -> its kernel; the graph
         outputs' storages and every kernel -> ``<outputs>``."""
         final = len(self.names) - 1  # <outputs>, the last node added
         in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
@@ -237,11 +308,14 @@ class _Builder:
             for buffer in storages[id(kernel)]:
                 s = self.index[id(buffer)]
                 self.edge(s, v)
-                for reader in buffer.mpi_buffer.succ_nodes:
-                    if reader is not kernel:
-                        in_edges[self.index[id(reader)]].append(s)
+                readers = [r for r in buffer.mpi_buffer.succ_nodes if r is not kernel]
+                holders = [x for x in extractors.get(id(kernel), []) if x not in readers]
+                for reader in readers + holders:
+                    in_edges[self.index[id(reader)]].append(s)
                 if buffer.get_name() in outputs:
                     self.edge(s, final)
+            if id(kernel) in self.workspace:
+                self.edge(self.workspace[id(kernel)], v)
             self.edge(v, final)
         for buffer_name, buffer in freeable.items():
             u = self.inputs[buffer_name]
@@ -255,7 +329,8 @@ class _Builder:
         for kernel in kernels:
             v = self.index[id(kernel)]
             preds = in_edges[v] + ([self.start] if self.start is not None else [])
-            for target in [v] + [self.index[id(b)] for b in storages[id(kernel)]]:
+            workspace = [self.workspace[id(kernel)]] if id(kernel) in self.workspace else []
+            for target in [v] + [self.index[id(b)] for b in storages[id(kernel)]] + workspace:
                 for u in preds:
                     self.edge(u, target)
 

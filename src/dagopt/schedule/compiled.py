@@ -3,27 +3,24 @@
 ``KernelOrderPass`` is a callable for Inductor's scheduler-pass hook
 (``torch._inductor.config._post_fusion_custom_pass``): given the fused kernels of one
 graph, it builds their ``SchedulerGraph`` (``dagopt.io.inductor``: the peak of an order
-is Inductor's own ``estimate_peak_memory``), orders it with a dagopt method (default
-``anytime``, which starts from the kernels' given order and Inductor's heuristics on
-that graph) and returns the kernels in that order. Inductor's own peak-memory pass
-runs after it and keeps the order of least estimated peak among this one and its own
-heuristics' (least-peak-memory-first, BFS, DFS), earlier candidates first on ties, so
-the result is never worse than Inductor's choice by Inductor's estimate.
+is what the generated code holds, Inductor's own ``estimate_peak_memory`` on Inductor's
+orders), orders it with a dagopt method (default ``anytime``, which starts from the
+kernels' given order and Inductor's heuristics on that graph) and returns the kernels
+in the order it picks. It makes the choice of Inductor's own peak-memory pass
+(``reorder_for_peak_memory``: the least estimated peak among the given order and three
+heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by that graph's
+peak, which, unlike Inductor's estimate, keeps every output of a multi-output kernel
+alive until the last of its ``MultiOutput`` nodes has run, as the generated code does;
+so Inductor's pass must be off (``kernel_order`` turns it off), or it would choose
+again by its estimate. The pass returns the best of those four candidates, or dagopt's
+order when that is below it, by at least ``min_gain`` (a fraction, default 0).
 
-That estimate counts the buffers Inductor allocates, not what an extern kernel (a
-convolution's backward, say) allocates inside itself while it runs, so on graphs where
-dagopt's order is better by a sliver the real peak can be worse: MobileNetV2's
-compiled training step measured +3.8 % from an order 0.03 % better by the estimate
-(``docs/real_models.md``, "torch.compile"). The pass therefore hands Inductor dagopt's
-order only when it is at least ``min_gain`` (default 1 %) below the best of Inductor's
-heuristics by the estimate, and otherwise the kernels as it got them (Inductor then
-picks as it does without the pass). Each graph compiled gets a ``KernelOrderReport``:
-Inductor's estimate of the given order, of the best of its heuristics and of dagopt's
-order, and whether dagopt's order was handed on.
-
-``kernel_order(...)`` is the context manager that installs a pass for the compiles in
-it (and turns off Inductor's FX graph cache there, whose hits would skip the pass).
-The measured peak of a compiled run is ``dagopt.integrations.torch_compile.measured_peak``.
+Each graph compiled gets a ``KernelOrderReport``: the estimates of the given order, of
+the best of Inductor's candidates and of dagopt's order, and whether dagopt's was
+kept. ``kernel_order(...)`` is the context manager that installs a pass for the
+compiles in it (Inductor's peak-memory pass and FX graph cache off there: a cache hit
+would skip the pass). The measured peak of a compiled run is
+``dagopt.integrations.torch_compile.measured_peak``.
 """
 
 import contextlib
@@ -33,16 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagopt.errors import InputError
-from dagopt.io.inductor import current_scheduler_graph
+from dagopt.integrations.extern_kernels import extern_workspaces
+from dagopt.io.inductor import SchedulerGraph, current_scheduler_graph
+from dagopt.objectives import peak_memory
 from dagopt.progress import report
 from dagopt.schedule.base import get_solver, solve
 
 
 @dataclass(frozen=True)
 class KernelOrderReport:
-    """One compiled graph: its kernels and graph nodes, and Inductor's peak estimate
-    (bytes) of the order it was given, of the best order of its own heuristics
-    (the given order included) and of dagopt's order; ``seconds`` is dagopt's search."""
+    """One compiled graph: its kernels and graph nodes; the peak estimate (bytes, the
+    ``SchedulerGraph``'s) of the order it was given, of the best of Inductor's
+    candidates (the given order and its three heuristics') and of dagopt's order;
+    whether dagopt's was kept; how many extern kernels' workspaces were measured and
+    which could not be, with why; the seconds of dagopt's search and of measuring."""
 
     graph: str
     kernels: int
@@ -50,26 +51,33 @@ class KernelOrderReport:
     given_peak: int
     inductor_peak: int
     dagopt_peak: int
-    seconds: float
     applied: bool
+    measured_kernels: int
+    unmeasured: tuple[tuple[str, str], ...]
+    seconds: float
+    workspace_seconds: float
 
     @property
     def chosen_peak(self) -> int:
-        """The estimate of the order Inductor keeps: dagopt's when it was handed on."""
+        """The estimate of the order the compiled code runs: dagopt's when it was kept."""
         return self.dagopt_peak if self.applied else self.inductor_peak
 
 
 @dataclass
 class KernelOrderPass:
     """Order Inductor's fused kernels with dagopt ``method`` (module docstring): its order
-    when at least ``min_gain`` (a fraction) below Inductor's best by Inductor's estimate;
-    every compiled graph appends a ``KernelOrderReport`` to ``reports``."""
+    when below the best of Inductor's candidates by at least ``min_gain`` (a fraction),
+    else that best; extern kernels' workspaces measured and counted when
+    ``workspaces``. Every compiled graph appends a ``KernelOrderReport`` to ``reports``.
+    Inductor's own peak-memory pass must be off (``kernel_order`` turns it off): this
+    pass makes its choice."""
 
     method: str = "anytime"
     time_limit: float | None = 10.0
     seed: int | None = 0
     options: dict[str, Any] = field(default_factory=dict)
-    min_gain: float = 0.01
+    min_gain: float = 0.0
+    workspaces: bool = True
     reports: list[KernelOrderReport] = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
@@ -78,10 +86,21 @@ class KernelOrderPass:
             raise InputError(f"min_gain must be in [0, 1), got {self.min_gain}")
 
     def __call__(self, kernels: Sequence[Any]) -> list[Any]:
+        import torch._inductor.config as inductor_config
         from torch._inductor.virtualized import V
 
+        if inductor_config.reorder_for_peak_memory:
+            raise InputError(
+                "KernelOrderPass chooses the kernel order itself: turn Inductor's "
+                "reorder_for_peak_memory off (kernel_order() does), or it would choose again"
+            )
         label = _graph_label(V.graph)
-        sched = current_scheduler_graph(kernels, name=label)
+        began = time.perf_counter()
+        measured = extern_workspaces(kernels) if self.workspaces else None
+        workspace_seconds = time.perf_counter() - began
+        sched = current_scheduler_graph(
+            kernels, workspaces=measured.bytes if measured else None, name=label
+        )
         report(f"dagopt {self.method}: {label}, {len(kernels)} kernels")
         began = time.perf_counter()
         schedule = solve(
@@ -89,25 +108,27 @@ class KernelOrderPass:
         )
         seconds = time.perf_counter() - began
         ordered = sched.kernels_in_order(schedule.order)
-        inductor_peak = min(
-            sched.given_peak,
-            *(sched.estimate_peak(order) for order in _inductor_heuristic_orders(kernels, sched)),
-        )
-        dagopt_peak = sched.estimate_peak(ordered)
-        applied = dagopt_peak <= (1.0 - self.min_gain) * inductor_peak
+        candidates = [list(kernels), *_inductor_heuristic_orders(kernels, sched)]
+        peaks = [_peak(sched, order) for order in candidates]
+        best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
+        dagopt_peak = _peak(sched, ordered)
+        applied = dagopt_peak < peaks[best] and dagopt_peak <= (1.0 - self.min_gain) * peaks[best]
         self.reports.append(
             KernelOrderReport(
                 graph=label,
                 kernels=len(kernels),
                 nodes=sched.graph.num_nodes,
-                given_peak=sched.given_peak,
-                inductor_peak=inductor_peak,
+                given_peak=peaks[0],
+                inductor_peak=peaks[best],
                 dagopt_peak=dagopt_peak,
-                seconds=seconds,
                 applied=applied,
+                measured_kernels=len(measured.bytes) if measured else 0,
+                unmeasured=measured.unmeasured if measured else (),
+                seconds=seconds,
+                workspace_seconds=workspace_seconds,
             )
         )
-        return ordered if applied else list(kernels)
+        return ordered if applied else candidates[best]
 
 
 @contextlib.contextmanager
@@ -116,17 +137,26 @@ def kernel_order(
     *,
     time_limit: float | None = 10.0,
     seed: int | None = 0,
-    min_gain: float = 0.01,
+    min_gain: float = 0.0,
+    workspaces: bool = True,
     **options: Any,
 ) -> Iterator[KernelOrderPass]:
     """Install a ``KernelOrderPass`` for the ``torch.compile`` compiles inside the
-    ``with`` block, Inductor's FX graph cache off there; yields the pass (its
-    ``reports``). Compiles happen on a compiled function's first call: call it inside."""
+    ``with`` block, with Inductor's own peak-memory pass and its FX graph cache off
+    there; yields the pass (its ``reports``). Compiles happen on a compiled function's
+    first call: call it inside."""
     import torch._inductor.config as inductor_config
 
-    order_pass = KernelOrderPass(method, time_limit, seed, dict(options), min_gain)
-    with inductor_config.patch(_post_fusion_custom_pass=order_pass, fx_graph_cache=False):
+    order_pass = KernelOrderPass(method, time_limit, seed, dict(options), min_gain, workspaces)
+    with inductor_config.patch(
+        _post_fusion_custom_pass=order_pass, reorder_for_peak_memory=False, fx_graph_cache=False
+    ):
         yield order_pass
+
+
+def _peak(sched: SchedulerGraph, kernels: Sequence[Any]) -> int:
+    """The estimate of ``kernels`` run in that order (``SchedulerGraph.node_order``)."""
+    return int(peak_memory(sched.graph, sched.node_order(kernels)))
 
 
 def _graph_label(graph: Any) -> str:

@@ -1,0 +1,195 @@
+"""What Inductor's extern kernels allocate inside themselves while they run, measured.
+
+Inductor's peak estimate (``estimate_peak_memory``) counts the buffers its scheduler
+nodes allocate. An extern kernel (an ATen call the generated code makes: a
+convolution, its backward, ``mm``) may also allocate temporaries inside itself and free
+them before it returns (a copy of an input in the memory format the kernel wants,
+column buffers), which the estimate leaves out. ``extern_workspaces(kernels)``
+measures them: each extern kernel's ATen call is rebuilt (a fallback kernel's from its
+own arguments, any other's from the FX node it was lowered from) and run once on fresh
+tensors of its inputs' sizes (at Inductor's size hints), strides, dtypes and device,
+random floats and zero integers (so indices stay in range), the global random state
+restored afterwards. Its workspace is ``dagopt.integrations.torch_compile.
+transient_bytes`` of the call: the most bytes live during it beyond those live before,
+less those its results hold when it returns. Calls of the same signature run once. A
+kernel whose call cannot be rebuilt or raises, or that runs on a device other than
+the CPU (the measurement reads the CPU allocator), is listed in
+``ExternWorkspaces.unmeasured`` with the reason.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dagopt.integrations.torch_compile import transient_bytes
+
+
+@dataclass(frozen=True)
+class ExternWorkspaces:
+    """``bytes``: kernel name -> its measured workspace (bytes), for every extern kernel
+    measured; ``unmeasured``: ``(kernel name, reason)`` for the others."""
+
+    bytes: dict[str, int]
+    unmeasured: tuple[tuple[str, str], ...]
+
+
+def extern_workspaces(kernels: Sequence[Any]) -> ExternWorkspaces:
+    """The workspaces of the extern kernels among Inductor's scheduler nodes ``kernels``
+    (module docstring); runs while Inductor compiles them (it reads ``V.graph``'s size
+    hints)."""
+    import torch
+    from torch._inductor.scheduler import ExternKernelSchedulerNode
+
+    calls: dict[tuple, Callable[[], Callable[[], Any]]] = {}
+    failures: dict[tuple, str] = {}
+    signature_of: dict[str, tuple] = {}
+    unmeasured: list[tuple[str, str]] = []
+    for kernel in kernels:
+        if not isinstance(kernel, ExternKernelSchedulerNode) or kernel.node.op_overload is None:
+            continue  # a generated kernel, or an extern node that calls nothing (MultiOutput)
+        name = kernel.get_name()
+        try:
+            op, args, kwargs = _aten_call(kernel.node)
+        except _Unmeasurable as reason:
+            unmeasured.append((name, str(reason)))
+            continue
+        signature = (str(op), _signature(args), _signature(kwargs))
+        signature_of[name] = signature
+        if signature not in calls:
+            calls[signature] = _prepared_call(op, args, kwargs, failures, signature)
+    with torch.random.fork_rng(devices=[]):
+        measured = dict(zip(calls, transient_bytes(list(calls.values())), strict=True))
+    workspaces = {}
+    for name, signature in signature_of.items():
+        if signature in failures:
+            unmeasured.append((name, failures[signature]))
+        else:
+            workspaces[name] = measured[signature]
+    return ExternWorkspaces(bytes=workspaces, unmeasured=tuple(unmeasured))
+
+
+class _Unmeasurable(Exception):
+    """Why an extern kernel's workspace cannot be measured."""
+
+
+@dataclass(frozen=True)
+class _TensorSpec:
+    """A tensor argument: what a fresh tensor for it needs."""
+
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: Any
+    device: Any
+
+
+def _aten_call(node: Any) -> tuple[Any, Any, dict[str, Any]]:
+    """``(op, args, kwargs)`` of an extern kernel's ATen call, tensors as
+    ``_TensorSpec``: a fallback kernel's own arguments, or those of the FX node it was
+    lowered from."""
+    import torch
+    from torch._inductor.ir import FallbackKernel
+
+    if isinstance(node, FallbackKernel) and isinstance(node.op_overload, torch._ops.OpOverload):
+        specs = [_spec_of_buffer(inp) for inp in node.inputs]
+        args, kwargs = node.unflatten_args(specs, node.constant_args)
+        call = (node.op_overload, args, dict(kwargs))
+    else:
+        origin = node.origin_node
+        if origin is None or not isinstance(origin.target, torch._ops.OpOverload):
+            raise _Unmeasurable(f"no ATen call to rebuild ({type(node).__name__})")
+        call = (origin.target, _from_fx(origin.args), _from_fx(dict(origin.kwargs)))
+    devices = {spec.device.type for spec in _tensor_specs(call[1:])} - {"cpu"}
+    if devices:
+        raise _Unmeasurable(f"runs on {', '.join(sorted(devices))}, not the CPU")
+    return call
+
+
+def _hints(sizes: Sequence[Any]) -> tuple[int, ...]:
+    """Inductor's size hints of ``sizes`` (ints, sympy expressions or SymInts)."""
+    import torch
+    from torch._inductor.virtualized import V
+
+    exprs = [s.node.expr if isinstance(s, torch.SymInt) else s for s in sizes]
+    return tuple(V.graph.sizevars.optimization_hints(exprs))
+
+
+def _spec_of_buffer(buffer: Any) -> _TensorSpec:
+    return _TensorSpec(
+        _hints(buffer.get_size()),
+        _hints(buffer.get_stride()),
+        buffer.get_dtype(),
+        buffer.get_device(),
+    )
+
+
+def _from_fx(value: Any) -> Any:
+    """FX arguments with each node replaced by the ``_TensorSpec`` of its fake value."""
+    import torch
+
+    if isinstance(value, torch.fx.Node):
+        fake = value.meta.get("val")
+        if not isinstance(fake, torch.Tensor):
+            raise _Unmeasurable(f"argument {value.name} is not a tensor")
+        return _TensorSpec(_hints(fake.shape), _hints(fake.stride()), fake.dtype, fake.device)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_from_fx(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _from_fx(v) for k, v in value.items()}
+    return value
+
+
+def _tensor_specs(value: Any) -> list[_TensorSpec]:
+    if isinstance(value, _TensorSpec):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [s for v in value for s in _tensor_specs(v)]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _tensor_specs(v)]
+    return []
+
+
+def _signature(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return tuple(_signature(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _signature(v)) for k, v in value.items())
+    return value if isinstance(value, _TensorSpec) else repr(value)
+
+
+def _prepared_call(
+    op: Any, args: Any, kwargs: dict[str, Any], failures: dict[tuple, str], signature: tuple
+) -> Callable[[], Callable[[], Any]]:
+    """What ``transient_bytes`` runs: makes fresh tensors for ``args`` and ``kwargs`` and
+    returns ``op``'s call on them, which records in ``failures`` why it raised, if it
+    does."""
+
+    def prepare() -> Callable[[], Any]:
+        real_args, real_kwargs = _materialize(args), _materialize(kwargs)
+
+        def call() -> Any:
+            try:
+                return op(*real_args, **real_kwargs)
+            except RuntimeError as error:
+                failures[signature] = f"{op} raised {str(error).splitlines()[0]}"
+                return None
+
+        return call
+
+    return prepare
+
+
+def _materialize(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, _TensorSpec):
+        extent = 1 + sum((n - 1) * s for n, s in zip(value.shape, value.stride, strict=True))
+        size = extent if all(value.shape) else 0
+        base = torch.zeros(size, dtype=value.dtype, device=value.device)
+        if base.is_floating_point() or base.is_complex():
+            base.normal_()
+        return base.as_strided(value.shape, value.stride)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_materialize(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _materialize(v) for k, v in value.items()}
+    return value
