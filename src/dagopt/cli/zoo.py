@@ -186,15 +186,22 @@ def compile_model(
             "below that of the best of Inductor's own orders.",
         ),
     ] = 0.0,
+    workspaces: Annotated[
+        bool,
+        typer.Option(
+            help="Measure what extern kernels allocate inside themselves while they run "
+            "and count it in the estimate.",
+        ),
+    ] = True,
 ) -> None:
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
     ordering its kernels, run both; print the estimates and the measured peaks.
 
     Per compiled graph: the peak estimate (`dagopt.io.inductor`: Inductor's own on its
-    orders) of the best of Inductor's own orders and of dagopt's, kept when at least
-    --min-gain below. Measured: the CPU allocator's peak over one run
-    (`docs/real_models.md`, "torch.compile"); the results' largest difference is shown
-    beside that of Inductor's own rerun."""
+    orders, plus the extern kernels' workspaces) of the best of Inductor's own orders
+    and of dagopt's, kept when at least --min-gain below. Measured: the CPU allocator's
+    peak over one run (`docs/real_models.md`, "torch.compile"); the results' largest
+    difference is shown beside that of Inductor's own rerun."""
     from dagopt.bench.compiled import compiled_run, relative_difference
     from dagopt.cli.measure import timed
     from dagopt.schedule import get_solver
@@ -218,13 +225,17 @@ def compile_model(
             time_limit=time_limit,
             seed=seed,
             min_gain=min_gain,
+            workspaces=workspaces,
         ),
     )
     lines = [f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph"]
     for r in ordered.reports:
         kept = "" if r.applied else "; Inductor's order kept"
+        unmeasured = f", {len(r.unmeasured)} not" if r.unmeasured else ""
+        measured = f" ({r.measured_kernels} extern workspaces measured{unmeasured})"
         lines.append(
-            f"{r.graph}: {r.kernels} kernels, estimate of Inductor's order "
+            f"{r.graph}: {r.kernels} kernels{measured if workspaces else ''}, estimate of "
+            "Inductor's order "
             f"{r.inductor_peak / 1e6:.3f} MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB "
             f"({r.seconds:.1f} s search{kept})"
         )

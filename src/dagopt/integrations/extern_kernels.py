@@ -5,9 +5,10 @@ nodes allocate. An extern kernel (an ATen call the generated code makes: a
 convolution, its backward, ``mm``) may also allocate temporaries inside itself and free
 them before it returns (a copy of an input in the memory format the kernel wants,
 column buffers), which the estimate leaves out. ``extern_workspaces(kernels)``
-measures them: each extern kernel's ATen call is rebuilt (a fallback kernel's from its
-own arguments, any other's from the FX node it was lowered from) and run once on fresh
-tensors of its inputs' sizes (at Inductor's size hints), strides, dtypes and device,
+measures them: each extern kernel's ATen call is rebuilt from its arguments as the
+generated code passes them and run once on fresh tensors of Inductor's layouts of its
+inputs (and of its output buffer, for a kernel that writes into one): sizes at
+Inductor's size hints, strides, dtypes and device,
 random floats and zero integers (so indices stay in range), the global random state
 restored afterwards. Its workspace is ``dagopt.integrations.torch_compile.
 transient_bytes`` of the call: the most bytes live during it beyond those live before,
@@ -83,21 +84,28 @@ class _TensorSpec:
 
 
 def _aten_call(node: Any) -> tuple[Any, Any, dict[str, Any]]:
-    """``(op, args, kwargs)`` of an extern kernel's ATen call, tensors as
-    ``_TensorSpec``: a fallback kernel's own arguments, or those of the FX node it was
-    lowered from."""
+    """``(op, args, kwargs)`` of an extern kernel's ATen call as the generated code makes
+    it, tensors as ``_TensorSpec`` of Inductor's own layouts: a fallback kernel's
+    arguments unflattened as it unflattens them; any other's inputs, then its constant
+    arguments and keyword arguments, and for one that writes into a buffer it was given
+    (``ExternKernelOut``), that buffer as ``out``."""
     import torch
-    from torch._inductor.ir import FallbackKernel
+    from torch._inductor.ir import ExternKernelAlloc, ExternKernelOut, FallbackKernel
 
-    if isinstance(node, FallbackKernel) and isinstance(node.op_overload, torch._ops.OpOverload):
-        specs = [_spec_of_buffer(inp) for inp in node.inputs]
+    op = node.op_overload
+    if not isinstance(op, torch._ops.OpOverload):
+        raise _Unmeasurable(f"calls no ATen operator ({type(node).__name__})")
+    specs = [_spec_of_buffer(inp) for inp in node.inputs]
+    if isinstance(node, FallbackKernel):
         args, kwargs = node.unflatten_args(specs, node.constant_args)
-        call = (node.op_overload, args, dict(kwargs))
+        call = (op, args, dict(kwargs))
+    elif isinstance(node, (ExternKernelOut, ExternKernelAlloc)):
+        kwargs = dict(node.kwargs)
+        if isinstance(node, ExternKernelOut):
+            kwargs["out"] = _spec_of_buffer(node)
+        call = (op, [*specs, *node.constant_args], kwargs)
     else:
-        origin = node.origin_node
-        if origin is None or not isinstance(origin.target, torch._ops.OpOverload):
-            raise _Unmeasurable(f"no ATen call to rebuild ({type(node).__name__})")
-        call = (origin.target, _from_fx(origin.args), _from_fx(dict(origin.kwargs)))
+        raise _Unmeasurable(f"an extern kernel of kind {type(node).__name__}")
     devices = {spec.device.type for spec in _tensor_specs(call[1:])} - {"cpu"}
     if devices:
         raise _Unmeasurable(f"runs on {', '.join(sorted(devices))}, not the CPU")
@@ -120,22 +128,6 @@ def _spec_of_buffer(buffer: Any) -> _TensorSpec:
         buffer.get_dtype(),
         buffer.get_device(),
     )
-
-
-def _from_fx(value: Any) -> Any:
-    """FX arguments with each node replaced by the ``_TensorSpec`` of its fake value."""
-    import torch
-
-    if isinstance(value, torch.fx.Node):
-        fake = value.meta.get("val")
-        if not isinstance(fake, torch.Tensor):
-            raise _Unmeasurable(f"argument {value.name} is not a tensor")
-        return _TensorSpec(_hints(fake.shape), _hints(fake.stride()), fake.dtype, fake.device)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_from_fx(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _from_fx(v) for k, v in value.items()}
-    return value
 
 
 def _tensor_specs(value: Any) -> list[_TensorSpec]:
