@@ -18,6 +18,7 @@ from dagopt.bench.compiled import compiled_run
 from dagopt.cli.main import app
 from dagopt.errors import InputError
 from dagopt.graph.shares import SHARE_KEY
+from dagopt.integrations.extern_kernels import extern_workspaces
 from dagopt.integrations.torch_compile import measured_peak, training_step, transient_bytes
 from dagopt.io.inductor import INPUTS_NODE, OUTPUTS_NODE, current_scheduler_graph
 from dagopt.objectives import peak_memory
@@ -255,6 +256,28 @@ def test_measured_workspaces_bring_the_estimate_towards_the_measured_peak():
     assert plain_peak == counted_peak  # the same order was run
     assert counted.measured_kernels > 0 and counted.unmeasured == ()
     assert plain.chosen_peak < counted.chosen_peak <= counted_peak
+
+
+def test_extern_workspaces_run_every_extern_call_and_leave_the_random_state():
+    """Dropout's random draw and the matmul are extern calls: both are run (on fresh
+    tensors) and measured, and the global random state is as it was, so the compiled
+    function draws what it would have drawn without the pass."""
+    seen = []
+
+    def record(kernels):
+        before = torch.random.get_rng_state()
+        seen.append((extern_workspaces(kernels), torch.random.get_rng_state()))
+        assert torch.equal(before, seen[-1][1])
+        return kernels
+
+    torch._dynamo.reset()
+    with inductor_config.patch(_post_fusion_custom_pass=record, fx_graph_cache=False):
+        torch.compile(lambda x, w: torch.nn.functional.dropout(x, 0.5) @ w)(
+            torch.randn(8, 8), torch.randn(8, 8)
+        )
+    torch._dynamo.reset()
+    ((found, _),) = seen
+    assert len(found.bytes) == 2 and found.unmeasured == ()
 
 
 def test_pass_refuses_to_run_under_inductors_own_peak_memory_pass():

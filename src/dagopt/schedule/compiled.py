@@ -2,25 +2,28 @@
 
 ``KernelOrderPass`` is a callable for Inductor's scheduler-pass hook
 (``torch._inductor.config._post_fusion_custom_pass``): given the fused kernels of one
-graph, it builds their ``SchedulerGraph`` (``dagopt.io.inductor``: the peak of an order
-is what the generated code holds, Inductor's own ``estimate_peak_memory`` on Inductor's
-orders), orders it with a dagopt method (default ``anytime``, which starts from the
+graph, it measures what its extern kernels allocate inside themselves while they run
+(``dagopt.integrations.extern_kernels``; ``workspaces=False`` skips it), builds the
+kernels' ``SchedulerGraph`` (``dagopt.io.inductor``: the peak of an order is
+Inductor's own ``estimate_peak_memory``, plus those workspaces while their kernels
+run, and with every output of a multi-output kernel alive until the last of its
+``MultiOutput`` nodes has run, as the generated code holds them, which the estimate
+misses), orders it with a dagopt method (default ``anytime``, which starts from the
 kernels' given order and Inductor's heuristics on that graph) and returns the kernels
 in the order it picks. It makes the choice of Inductor's own peak-memory pass
 (``reorder_for_peak_memory``: the least estimated peak among the given order and three
 heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by that graph's
-peak, which, unlike Inductor's estimate, keeps every output of a multi-output kernel
-alive until the last of its ``MultiOutput`` nodes has run, as the generated code does;
-so Inductor's pass must be off (``kernel_order`` turns it off), or it would choose
-again by its estimate. The pass returns the best of those four candidates, or dagopt's
-order when that is below it, by at least ``min_gain`` (a fraction, default 0).
+peak instead, so Inductor's pass must be off (``kernel_order`` turns it off), or it
+would choose again by its own estimate: the pass returns the best of those four
+candidates, or dagopt's order when that is below it, by at least ``min_gain`` (a
+fraction, default 0).
 
 Each graph compiled gets a ``KernelOrderReport``: the estimates of the given order, of
-the best of Inductor's candidates and of dagopt's order, and whether dagopt's was
-kept. ``kernel_order(...)`` is the context manager that installs a pass for the
-compiles in it (Inductor's peak-memory pass and FX graph cache off there: a cache hit
-would skip the pass). The measured peak of a compiled run is
-``dagopt.integrations.torch_compile.measured_peak``.
+the best of Inductor's candidates and of dagopt's order, whether dagopt's was kept,
+and which extern kernels were measured. ``kernel_order(...)`` is the context manager
+that installs a pass for the compiles in it (Inductor's peak-memory pass and FX graph
+cache off there: a cache hit would skip the pass). The measured peak of a compiled run
+is ``dagopt.integrations.torch_compile.measured_peak``.
 """
 
 import contextlib
