@@ -142,6 +142,20 @@ def multi_outputs_late(kernels) -> list:
     return order + pending
 
 
+def compile_small_cnn_step(scheduler_pass) -> None:
+    """Compile and run the small CNN's training step with ``scheduler_pass`` as Inductor's
+    post-fusion pass (Inductor's own peak-memory pass off)."""
+    module, inputs = small_cnn()
+    torch._dynamo.reset()
+    with inductor_config.patch(
+        _post_fusion_custom_pass=scheduler_pass,
+        reorder_for_peak_memory=False,
+        fx_graph_cache=False,
+    ):
+        training_step(module, inputs)()
+    torch._dynamo.reset()
+
+
 def test_scheduler_graph_peak_is_inductors_estimate():
     """On Inductor's order, and on random orders with each kernel's storages right before
     it and its ``MultiOutput`` nodes right after it, the graph's peak is
@@ -165,13 +179,7 @@ def test_scheduler_graph_peak_is_inductors_estimate():
         seen.append(sched)
         return kernels
 
-    module, inputs = small_cnn()
-    torch._dynamo.reset()
-    with inductor_config.patch(
-        _post_fusion_custom_pass=check, reorder_for_peak_memory=False, fx_graph_cache=False
-    ):
-        training_step(module, inputs)()
-    torch._dynamo.reset()
+    compile_small_cnn_step(check)
     assert len(seen) == 2
     backward = seen[1].graph
     assert INPUTS_NODE in backward.index_of and OUTPUTS_NODE in backward.index_of
@@ -278,13 +286,7 @@ def test_scheduler_graph_counts_a_workspace_while_its_kernel_runs():
         seen.append(len(kernels))
         return kernels
 
-    module, inputs = small_cnn()
-    torch._dynamo.reset()
-    with inductor_config.patch(
-        _post_fusion_custom_pass=check, reorder_for_peak_memory=False, fx_graph_cache=False
-    ):
-        training_step(module, inputs)()
-    torch._dynamo.reset()
+    compile_small_cnn_step(check)
     assert len(seen) == 2
 
 
