@@ -8,13 +8,14 @@ column buffers), which the estimate leaves out. ``extern_workspaces(kernels)``
 measures them: each extern kernel's ATen call is rebuilt from its arguments as the
 generated code passes them and run once on fresh tensors of Inductor's layouts of its
 inputs (and of its output buffer, for a kernel that writes into one): sizes at
-Inductor's size hints, strides, dtypes and device,
-random floats and zero integers (so indices stay in range), the global random state
-restored afterwards. Its workspace is ``dagopt.integrations.torch_compile.
-transient_bytes`` of the call: the most bytes live during it beyond those live before,
-less those its results hold when it returns. Calls of the same signature run once. A
-kernel whose call cannot be rebuilt or raises, or that runs on a device other than
-the CPU (the measurement reads the CPU allocator), is listed in
+Inductor's size hints, strides, dtypes and device, random floats and zero integers (so
+indices stay in range), the global random state restored afterwards. Its workspace is
+``transient_bytes`` (``dagopt.integrations.torch_compile``) of the call: the most bytes
+live during it beyond those live before, less those its results hold when it returns.
+How much a kernel allocates can depend on the process's thread settings and caches; it
+is measured in the process that compiles, and so runs, the code. Calls of the same
+signature run once. A kernel whose call cannot be rebuilt or raises, or that runs on a
+device other than the CPU (the measurement reads the CPU allocator), is listed in
 ``ExternWorkspaces.unmeasured`` with the reason.
 """
 
