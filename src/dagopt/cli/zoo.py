@@ -232,10 +232,11 @@ def compile_model(
     for r in ordered.reports:
         kept = "" if r.applied else "; Inductor's order kept"
         unmeasured = f", {len(r.unmeasured)} not" if r.unmeasured else ""
-        measured = f" ({r.measured_kernels} extern workspaces measured{unmeasured})"
+        measured = (
+            f" ({r.measured_kernels} extern workspaces measured{unmeasured})" if workspaces else ""
+        )
         lines.append(
-            f"{r.graph}: {r.kernels} kernels{measured if workspaces else ''}, estimate of "
-            "Inductor's order "
+            f"{r.graph}: {r.kernels} kernels{measured}, estimate of Inductor's order "
             f"{r.inductor_peak / 1e6:.3f} MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB "
             f"({r.seconds:.1f} s search{kept})"
         )

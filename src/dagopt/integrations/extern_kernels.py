@@ -41,6 +41,7 @@ def extern_workspaces(kernels: Sequence[Any]) -> ExternWorkspaces:
     hints)."""
     import torch
     from torch._inductor.scheduler import ExternKernelSchedulerNode
+    from torch.utils._pytree import tree_flatten
 
     calls: dict[tuple, Callable[[], Callable[[], Any]]] = {}
     failures: dict[tuple, str] = {}
@@ -55,7 +56,8 @@ def extern_workspaces(kernels: Sequence[Any]) -> ExternWorkspaces:
         except _Unmeasurable as reason:
             unmeasured.append((name, str(reason)))
             continue
-        signature = (str(op), _signature(args), _signature(kwargs))
+        leaves, structure = tree_flatten((args, kwargs))
+        signature = (str(op), str(structure), tuple(map(_hashable, leaves)))
         signature_of[name] = signature
         if signature not in calls:
             calls[signature] = _prepared_call(op, args, kwargs, failures, signature)
@@ -92,6 +94,7 @@ def _aten_call(node: Any) -> tuple[Any, Any, dict[str, Any]]:
     (``ExternKernelOut``), that buffer as ``out``."""
     import torch
     from torch._inductor.ir import ExternKernelAlloc, ExternKernelOut, FallbackKernel
+    from torch.utils._pytree import tree_leaves
 
     op = node.op_overload
     if not isinstance(op, torch._ops.OpOverload):
@@ -107,7 +110,8 @@ def _aten_call(node: Any) -> tuple[Any, Any, dict[str, Any]]:
         call = (op, [*specs, *node.constant_args], kwargs)
     else:
         raise _Unmeasurable(f"an extern kernel of kind {type(node).__name__}")
-    devices = {spec.device.type for spec in _tensor_specs(call[1:])} - {"cpu"}
+    tensors = [leaf for leaf in tree_leaves(call[1:]) if isinstance(leaf, _TensorSpec)]
+    devices = {tensor.device.type for tensor in tensors} - {"cpu"}
     if devices:
         raise _Unmeasurable(f"runs on {', '.join(sorted(devices))}, not the CPU")
     return call
@@ -131,24 +135,6 @@ def _spec_of_buffer(buffer: Any) -> _TensorSpec:
     )
 
 
-def _tensor_specs(value: Any) -> list[_TensorSpec]:
-    if isinstance(value, _TensorSpec):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [s for v in value for s in _tensor_specs(v)]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _tensor_specs(v)]
-    return []
-
-
-def _signature(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return tuple(_signature(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _signature(v)) for k, v in value.items())
-    return value if isinstance(value, _TensorSpec) else repr(value)
-
-
 def _prepared_call(
     op: Any, args: Any, kwargs: dict[str, Any], failures: dict[tuple, str], signature: tuple
 ) -> Callable[[], Callable[[], Any]]:
@@ -157,7 +143,9 @@ def _prepared_call(
     does."""
 
     def prepare() -> Callable[[], Any]:
-        real_args, real_kwargs = _materialize(args), _materialize(kwargs)
+        from torch.utils._pytree import tree_map
+
+        real_args, real_kwargs = tree_map(_fresh, (args, kwargs))
 
         def call() -> Any:
             try:
@@ -171,18 +159,15 @@ def _prepared_call(
     return prepare
 
 
-def _materialize(value: Any) -> Any:
-    import torch
+def _hashable(leaf: Any) -> Any:
+    return leaf if isinstance(leaf, _TensorSpec) else repr(leaf)
 
-    if isinstance(value, _TensorSpec):
-        extent = 1 + sum((n - 1) * s for n, s in zip(value.shape, value.stride, strict=True))
-        size = extent if all(value.shape) else 0
-        base = torch.zeros(size, dtype=value.dtype, device=value.device)
-        if base.is_floating_point() or base.is_complex():
-            base.normal_()
-        return base.as_strided(value.shape, value.stride)
-    if isinstance(value, (list, tuple)):
-        return type(value)(_materialize(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _materialize(v) for k, v in value.items()}
-    return value
+
+def _fresh(leaf: Any) -> Any:
+    """A fresh tensor for a ``_TensorSpec`` (random floats, zero integers, as Inductor's
+    own benchmark harness makes them); any other argument as it is."""
+    from torch._dynamo.testing import rand_strided
+
+    if not isinstance(leaf, _TensorSpec):
+        return leaf
+    return rand_strided(leaf.shape, leaf.stride, leaf.dtype, leaf.device)

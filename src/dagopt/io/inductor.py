@@ -10,12 +10,11 @@ reader. ``scheduler_graph`` builds the ``Graph`` whose peak (``dagopt.objectives
 ``keep_outputs=False``) equals that estimate on Inductor's own order and, on other
 orders, counts one thing the estimate misses (the tuples of multi-output kernels,
 below), so every dagopt method orders the kernels by what the generated code holds;
-``kernels_in_order``
-turns an order back into the scheduler nodes. Given ``workspaces`` (kernel name ->
-bytes an extern kernel allocates inside itself and frees before it returns, which the
-estimate leaves out too; ``dagopt.integrations.extern_kernels`` measures them), each
-is added while its kernel runs. The nodes, in Inductor's order (so
-``np.arange(n)`` is that order):
+``kernels_in_order`` turns an order back into the scheduler nodes. Given
+``workspaces`` (kernel name -> bytes an extern kernel allocates inside itself and frees
+before it returns, which the estimate leaves out too;
+``dagopt.integrations.extern_kernels`` measures them), each is added while its kernel
+runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
 
 - the freeable inputs (``mem``: their bytes), then ``<inputs>`` (``mem`` 0), which reads
   them all and precedes every kernel, so they are live from the start;
@@ -40,9 +39,10 @@ is added while its kernel runs. The nodes, in Inductor's order (so
 
 A storage running right before its kernel is allocated one step early with nothing
 freed in between, so with each ``MultiOutput`` node right after its kernel too, the peak
-is Inductor's estimate (plus workspaces) exactly; with the storages so and the ``MultiOutput`` nodes
-anywhere, it is what the generated code holds (``SchedulerGraph.node_order`` gives that
-order of any order of the kernels); elsewhere an upper bound. Inductor's data
+is Inductor's estimate (plus workspaces) exactly; with the storages so and the
+``MultiOutput`` nodes anywhere, it is what the generated code holds
+(``SchedulerGraph.node_order`` gives that order of any order of the kernels); elsewhere
+an upper bound. Inductor's data
 structures are internal ("prototype", its docs say) and this module reads the ones of
 torch 2.13 (``docs/real_models.md``, "torch.compile").
 """
@@ -191,11 +191,10 @@ def scheduler_graph(
                     f"{name_of}{SHARE_SEPARATOR}{j}", workspaces[name_of], "workspace", share=j
                 )
             )
-            builder.workspace[id(kernel)] = nodes[-1]
         storage_nodes.append(tuple(nodes))
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
-    builder.connect(kernels, storages, multi.extractors, freeable, outputs)
+    builder.connect(kernels, storages, storage_nodes, multi.extractors, freeable, outputs)
     return SchedulerGraph(
         graph=builder.graph(name),
         kernels=tuple(kernels),
@@ -266,7 +265,6 @@ class _Builder:
         self.index: dict[int, int] = {}  # id(kernel or buffer) -> node
         self.inputs: dict[str, int] = {}
         self.start: int | None = None  # <inputs>, when there are freeable inputs
-        self.workspace: dict[int, int] = {}  # id(kernel) -> its workspace node
         self.src: list[int] = []
         self.dst: list[int] = []
 
@@ -291,31 +289,32 @@ class _Builder:
         self,
         kernels: Sequence[Any],
         storages: dict[int, list[Any]],
+        storage_nodes: Sequence[tuple[int, ...]],
         extractors: dict[int, list[Any]],
         freeable: dict[str, Any],
         outputs: Any,
     ) -> None:
         """Edges (module docstring): inputs -> ``<inputs>`` -> every kernel and storage;
-        order edges between kernels; storage -> its kernel, its readers and the
-        ``MultiOutput`` nodes of its kernel's tuple; workspace -> its kernel; the graph
-        outputs' storages and every kernel -> ``<outputs>``."""
+        order edges between kernels; storage (``storage_nodes[i]``, the workspace among
+        them) -> its kernel; a buffer's storage -> its readers and the ``MultiOutput``
+        nodes of its kernel's tuple; the graph outputs' storages and every kernel ->
+        ``<outputs>``."""
         final = len(self.names) - 1  # <outputs>, the last node added
         in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
-        for kernel in kernels:
+        for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]
             for succ in kernel.mpi_node.succ_nodes:
                 in_edges[self.index[id(succ)]].append(v)
+            for s in storage_nodes[i]:
+                self.edge(s, v)
             for buffer in storages[id(kernel)]:
                 s = self.index[id(buffer)]
-                self.edge(s, v)
                 readers = [r for r in buffer.mpi_buffer.succ_nodes if r is not kernel]
                 holders = [x for x in extractors.get(id(kernel), []) if x not in readers]
                 for reader in readers + holders:
                     in_edges[self.index[id(reader)]].append(s)
                 if buffer.get_name() in outputs:
                     self.edge(s, final)
-            if id(kernel) in self.workspace:
-                self.edge(self.workspace[id(kernel)], v)
             self.edge(v, final)
         for buffer_name, buffer in freeable.items():
             u = self.inputs[buffer_name]
@@ -326,11 +325,10 @@ class _Builder:
         if self.start is not None:
             for u in self.inputs.values():
                 self.edge(u, self.start)
-        for kernel in kernels:
+        for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]
             preds = in_edges[v] + ([self.start] if self.start is not None else [])
-            workspace = [self.workspace[id(kernel)]] if id(kernel) in self.workspace else []
-            for target in [v] + [self.index[id(b)] for b in storages[id(kernel)]] + workspace:
+            for target in (v, *storage_nodes[i]):
                 for u in preds:
                     self.edge(u, target)
 

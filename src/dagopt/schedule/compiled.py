@@ -111,7 +111,7 @@ class KernelOrderPass:
         )
         seconds = time.perf_counter() - began
         ordered = sched.kernels_in_order(schedule.order)
-        candidates = [list(kernels), *_inductor_heuristic_orders(kernels, sched)]
+        candidates = _inductor_orders(kernels, sched)
         peaks = [_peak(sched, order) for order in candidates]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
         dagopt_peak = _peak(sched, ordered)
@@ -167,9 +167,9 @@ def _graph_label(graph: Any) -> str:
     return f"graph {graph.graph_id} ({kind})" if graph.graph_id is not None else kind
 
 
-def _inductor_heuristic_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
-    """The orders of the three heuristics Inductor's ``reorder_for_peak_memory`` picks
-    from, beside the given one."""
+def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
+    """The orders Inductor's ``reorder_for_peak_memory`` picks from: the given one and
+    its three heuristics'."""
     from torch._inductor import memory
     from torch._inductor.virtualized import V
 
@@ -177,4 +177,4 @@ def _inductor_heuristic_orders(kernels: Sequence[Any], sched: Any) -> list[list[
     lpmf = memory.topological_sort_lpmf(
         given, sched.freeable_inputs, V.graph.scheduler.name_to_buf, sched.graph_outputs
     )
-    return [lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
+    return [given, lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
