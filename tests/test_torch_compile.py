@@ -250,8 +250,9 @@ def test_transient_bytes_counts_what_each_call_frees_before_it_returns():
 def test_measured_workspaces_keep_the_estimate_below_the_measured_peak():
     """The small CNN's step peaks inside a convolution backward, above Inductor's estimate
     by what that kernel allocates inside itself (how much depends on the process's
-    thread settings and caches): the measured workspaces raise the estimate of the order
-    run towards the measured peak, never past it."""
+    thread settings and caches): the measured workspaces raise the estimate of the given
+    order, and the estimate of the order run stays at or below the measured peak with
+    them (the order run may differ: the pass chooses by the estimates)."""
     module, inputs = small_cnn()
     runs = {}
     for workspaces in (False, True):
@@ -260,10 +261,10 @@ def test_measured_workspaces_keep_the_estimate_below_the_measured_peak():
             peak = run_step(module, training_step(module, inputs))["peak"]
         runs[workspaces] = (order_pass.reports[1], peak)
     torch._dynamo.reset()
-    (plain, plain_peak), (counted, counted_peak) = runs[False], runs[True]
-    assert plain_peak == counted_peak  # the same order was run
+    (plain, _), (counted, counted_peak) = runs[False], runs[True]
     assert counted.measured_kernels > 0 and counted.unmeasured == ()
-    assert plain.chosen_peak <= counted.chosen_peak <= counted_peak
+    assert plain.given_peak < counted.given_peak
+    assert counted.chosen_peak <= counted_peak
 
 
 def test_scheduler_graph_counts_a_workspace_while_its_kernel_runs():

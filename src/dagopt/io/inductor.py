@@ -68,8 +68,10 @@ class SchedulerGraph:
     """A ``Graph`` of Inductor's scheduler nodes (module docstring).
 
     ``kernels`` are the scheduler nodes in the order given; ``kernel_nodes[i]`` is the
-    graph node of ``kernels[i]`` and ``storage_nodes[i]`` those of its storages;
-    ``front`` the freeable inputs' nodes and ``<inputs>``.
+    graph node of ``kernels[i]``, ``storage_nodes[i]`` those of its storages and
+    ``storage_buffers[i]`` the buffers they hold (the first ``len(storage_buffers[i])``
+    of them; a workspace node follows); ``front`` the freeable inputs' nodes (in the
+    order of ``freeable_inputs``) and ``<inputs>``.
     ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning inputs (its
     heuristics take them)."""
 
@@ -77,6 +79,7 @@ class SchedulerGraph:
     kernels: tuple[Any, ...]
     kernel_nodes: np.ndarray
     storage_nodes: tuple[tuple[int, ...], ...]
+    storage_buffers: tuple[tuple[Any, ...], ...]
     front: tuple[int, ...]
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
@@ -200,6 +203,7 @@ def scheduler_graph(
         kernels=tuple(kernels),
         kernel_nodes=np.asarray(kernel_nodes, dtype=np.int64),
         storage_nodes=tuple(storage_nodes),
+        storage_buffers=tuple(tuple(storages[id(k)]) for k in kernels),
         front=(*builder.inputs.values(), *([builder.start] if freeable else [])),
         freeable_inputs=freeable,
         graph_outputs=outputs,

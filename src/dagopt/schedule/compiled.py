@@ -12,14 +12,16 @@ misses), orders it with a dagopt method (default ``anytime``, which starts from 
 kernels' given order and Inductor's heuristics on that graph) and returns the kernels
 in the order it picks. It makes the choice of Inductor's own peak-memory pass
 (``reorder_for_peak_memory``: the least estimated peak among the given order and three
-heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by that graph's
-peak instead, so Inductor's pass must be off (``kernel_order`` turns it off), or it
-would choose again by its own estimate: the pass returns the best of those four
-candidates, or dagopt's order when that is below it, by at least ``min_gain`` (a
-fraction, default 0).
+heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by the memory the
+generated code holds instead (``dagopt.io.inductor_codegen``: the graph's buffers with
+the C++ backend's kernel groups, kernel-local buffers, concatenation views and in-place
+updates, which neither Inductor's estimate nor the graph models), so Inductor's pass
+must be off (``kernel_order`` turns it off), or it would choose again by its own
+estimate: the pass returns the best of those four candidates, or dagopt's order when
+that is below it, by at least ``min_gain`` (a fraction, default 0).
 
-Each graph compiled gets a ``KernelOrderReport``: the estimates of the given order, of
-the best of Inductor's candidates and of dagopt's order, whether dagopt's was kept,
+Each graph compiled gets a ``KernelOrderReport``: the peaks (by that model) of the given
+order, of the best of Inductor's candidates and of dagopt's order, whether dagopt's was kept,
 and which extern kernels were measured. ``kernel_order(...)`` is the context manager
 that installs a pass for the compiles in it (Inductor's peak-memory pass and FX graph
 cache off there: a cache hit would skip the pass). The measured peak of a compiled run
@@ -35,16 +37,17 @@ from typing import Any
 from dagopt.errors import InputError
 from dagopt.integrations.extern_kernels import extern_workspaces
 from dagopt.io.inductor import SchedulerGraph, current_scheduler_graph
-from dagopt.objectives import peak_memory
+from dagopt.io.inductor_codegen import CodegenMemory, codegen_memory
 from dagopt.progress import report
 from dagopt.schedule.base import get_solver, solve
 
 
 @dataclass(frozen=True)
 class KernelOrderReport:
-    """One compiled graph: its kernels and graph nodes; the peak estimate (bytes, the
-    ``SchedulerGraph``'s) of the order it was given, of the best of Inductor's
-    candidates (the given order and its three heuristics') and of dagopt's order;
+    """One compiled graph: its kernels and graph nodes; the peak estimate (bytes, of the
+    generated code's memory, ``dagopt.io.inductor_codegen``) of the order it was given,
+    of the best of Inductor's candidates (the given order and its three heuristics') and
+    of dagopt's order;
     whether dagopt's was kept; how many extern kernels' workspaces were measured and
     which could not be, with why; the seconds of dagopt's search and of measuring."""
 
@@ -112,9 +115,10 @@ class KernelOrderPass:
         seconds = time.perf_counter() - began
         ordered = sched.kernels_in_order(schedule.order)
         candidates = _inductor_orders(kernels, sched)
-        peaks = [_peak(sched, order) for order in candidates]
+        memory = codegen_memory(sched)
+        peaks = [_peak(sched, memory, order) for order in candidates]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
-        dagopt_peak = _peak(sched, ordered)
+        dagopt_peak = _peak(sched, memory, ordered)
         applied = dagopt_peak < peaks[best] and dagopt_peak <= (1.0 - self.min_gain) * peaks[best]
         self.reports.append(
             KernelOrderReport(
@@ -157,9 +161,10 @@ def kernel_order(
         yield order_pass
 
 
-def _peak(sched: SchedulerGraph, kernels: Sequence[Any]) -> int:
-    """The estimate of ``kernels`` run in that order (``SchedulerGraph.node_order``)."""
-    return int(peak_memory(sched.graph, sched.node_order(kernels)))
+def _peak(sched: SchedulerGraph, memory: CodegenMemory, kernels: Sequence[Any]) -> int:
+    """The peak of the generated code running ``kernels`` in that order (``memory``)."""
+    position = {id(kernel): i for i, kernel in enumerate(sched.kernels)}
+    return memory.peak([position[id(kernel)] for kernel in kernels])
 
 
 def _graph_label(graph: Any) -> str:
