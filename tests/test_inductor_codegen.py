@@ -22,6 +22,7 @@ from dagopt.io.inductor_codegen import (
     codegen_memory,
 )
 from dagopt.objectives import peak_memory
+from dagopt.schedule.compiled import kernel_order
 
 
 def concatenation(x):
@@ -132,3 +133,15 @@ def test_an_in_place_update_needs_the_inputs_other_readers_to_have_run():
 def test_workspaces_count_while_their_kernel_runs():
     model = memory([ALONE, ALONE], [(100, 0, [0, 1], False)], workspaces=[0, 30])
     assert model.peak([0, 1]) == 130
+
+
+def test_the_pass_reports_the_generated_codes_peak_of_the_order_it_keeps():
+    x = torch.randn(256, 512)
+    torch._dynamo.reset()
+    with kernel_order("anytime", time_limit=0.5, seed=0) as order_pass:
+        compiled = torch.compile(concatenation)
+        compiled(x)
+        measured = measured_peak(functools.partial(compiled, x))
+    torch._dynamo.reset()
+    [report] = order_pass.reports
+    assert report.chosen_peak == measured
