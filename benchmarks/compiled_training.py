@@ -14,11 +14,10 @@ least estimated peak of dagopt's order and Inductor's own heuristics'. In
 ``backward``), in ``inference`` the forward under ``torch.no_grad()``. Columns:
 
 - ``kernels``: Inductor's fused kernels of each compiled graph (forward / backward);
-- ``Inductor est.`` / ``dagopt est.``: the peak estimate (MB; ``dagopt.io.inductor``:
-  Inductor's own ``estimate_peak_memory`` on its orders, multi-output kernels' tuples
-  held as the generated code holds them) of the best order of Inductor's heuristics
-  and of dagopt's order, per graph, the latter starred where it was kept (below the
-  former by at least ``--min-gain``, default 0);
+- ``Inductor est.`` / ``dagopt est.``: the peak estimate (MB; ``dagopt.io.inductor_codegen``:
+  the memory the generated code holds, extern kernels' workspaces included) of the
+  best order of Inductor's heuristics and of dagopt's order, per graph, the latter
+  starred where it was kept (below the former by at least ``--min-gain``, default 0);
 - measured peaks (``measured_peak``: the CPU allocator's live bytes over one whole run,
   gradients set to ``None`` first) of the two compiled models, and the change;
 - ``diff dagopt / rerun``: the largest difference of dagopt's gradients (outputs, in

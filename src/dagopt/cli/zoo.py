@@ -197,11 +197,12 @@ def compile_model(
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
     ordering its kernels, run both; print the estimates and the measured peaks.
 
-    Per compiled graph: the peak estimate (`dagopt.io.inductor`: Inductor's own on its
-    orders, plus the extern kernels' workspaces) of the best of Inductor's own orders
-    and of dagopt's, kept when at least --min-gain below. Measured: the CPU allocator's
-    peak over one run (`docs/real_models.md`, "torch.compile"); the results' largest
-    difference is shown beside that of Inductor's own rerun."""
+    Per compiled graph: the peak estimate (`dagopt.io.inductor_codegen`: the memory the
+    generated code holds, the extern kernels' workspaces included) of the best of
+    Inductor's own orders and of dagopt's, kept when at least --min-gain below.
+    Measured: the CPU allocator's peak over one run (`docs/real_models.md`,
+    "torch.compile"); the results' largest difference is shown beside that of Inductor's
+    own rerun."""
     from dagopt.bench.compiled import compiled_run, relative_difference
     from dagopt.cli.measure import timed
     from dagopt.schedule import get_solver
