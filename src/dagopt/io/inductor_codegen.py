@@ -95,7 +95,8 @@ class CodegenMemory:
         current, open_group, arguments = 0, False, set()
         for k in order:
             if self.kinds[k] == ALONE:
-                current += open_group
+                if open_group:  # flushed first
+                    current += 1
                 segment[k] = current
                 current, open_group, arguments = current + 1, False, set()
                 continue
