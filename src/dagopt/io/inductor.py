@@ -7,9 +7,11 @@ by ``estimate_peak_memory``: a buffer is allocated when its node runs and freed 
 its last reader (never, for a graph output); a freeable graph input (an activation
 AOTAutograd hands the backward graph, say) is live from the start until its last
 reader. ``scheduler_graph`` builds the ``Graph`` whose peak (``dagopt.objectives``,
-``keep_outputs=False``) equals that estimate on Inductor's own order and, on other
-orders, counts one thing the estimate misses (the tuples of multi-output kernels,
-below), so every dagopt method orders the kernels by what the generated code holds;
+``keep_outputs=False``) equals that estimate on Inductor's own order where no kernel
+writes into a concatenation (the estimate counts such a view as a buffer of its own,
+the graph as the memory of the concatenation's output, below) and, on other orders,
+counts one more thing the estimate misses (the tuples of multi-output kernels, below),
+so every dagopt method orders the kernels by what the generated code holds;
 ``kernels_in_order`` turns an order back into the scheduler nodes. Given
 ``workspaces`` (kernel name -> bytes an extern kernel allocates inside itself and frees
 before it returns, which the estimate leaves out too;
@@ -33,14 +35,18 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
   an order that leaves one for later keeps every output of the kernel alive until
   then (an upper bound where the code reuses such an output's storage in place). A
   kernel's workspace is one more storage (``op`` ``"workspace"``), read by the kernel
-  alone;
+  alone. A buffer a kernel writes straight into a concatenation's output
+  (``NonOwningLayout``) is a storage of ``mem`` 0; the output's storage precedes
+  every kernel that writes into it and is read by their readers too, and has no
+  predecessor but ``<inputs>`` (so an order allocates it before the first writer);
 - ``<outputs>`` (``mem`` 0) reads every graph-output storage and follows every kernel,
   so those live to the end.
 
-A storage running right before its kernel is allocated one step early with nothing
-freed in between, so with each ``MultiOutput`` node right after its kernel too, the peak
-is Inductor's estimate (plus workspaces) exactly; with the storages so and the
-``MultiOutput`` nodes anywhere, it is what the generated code holds
+A storage running right before the first kernel that needs it is allocated one step
+early with nothing freed in between, so with each ``MultiOutput`` node right after its
+kernel too, the peak is Inductor's estimate (plus workspaces, less the views) exactly;
+with the storages so and the ``MultiOutput`` nodes anywhere, it is what the generated
+code holds but for ``dagopt.io.inductor_codegen``'s other effects
 (``SchedulerGraph.node_order`` gives that order of any order of the kernels); elsewhere
 an upper bound. Inductor's data
 structures are internal ("prototype", its docs say) and this module reads the ones of
@@ -95,14 +101,22 @@ class SchedulerGraph:
 
     def node_order(self, kernels: Sequence[Any]) -> np.ndarray:
         """The graph order that runs ``kernels`` (all of them, in a topological order)
-        with each kernel's storages right before it: ``front``, per kernel its storages
-        and itself, then ``<outputs>``."""
+        with each storage right before the first kernel that needs it: ``front``, per
+        kernel the storages it needs that are not yet allocated (its own, and a
+        concatenation's output it writes into) and itself, then ``<outputs>``."""
         position = {id(k): i for i, k in enumerate(self.kernels)}
+        storage = np.zeros(self.graph.num_nodes, dtype=bool)
+        for nodes in self.storage_nodes:
+            storage[list(nodes)] = True
+        placed = np.zeros(self.graph.num_nodes, dtype=bool)
         body = []
         for kernel in kernels:
-            i = position[id(kernel)]
-            body.extend(self.storage_nodes[i])
-            body.append(int(self.kernel_nodes[i]))
+            v = int(self.kernel_nodes[position[id(kernel)]])
+            preds = dict.fromkeys(self.graph.predecessors(v).tolist())
+            needed = [u for u in preds if storage[u] and not placed[u]]
+            placed[needed] = True
+            body.extend(needed)
+            body.append(v)
         return np.asarray([*self.front, *body, self.graph.num_nodes - 1], dtype=np.int64)
 
 
@@ -174,13 +188,14 @@ def scheduler_graph(
                     "that no kernel allocates"
                 )
             storages[id(owner)].append(buffer)
+    views = _concatenation_views(storages)
     kernel_nodes, storage_nodes = [], []
     for kernel in kernels:
         name_of = kernel.get_name()
         nodes = [
             builder.add(
                 f"{name_of}{SHARE_SEPARATOR}{j}",
-                buffer.mpi_buffer.size_free,
+                0 if id(buffer) in views else buffer.mpi_buffer.size_free,
                 "storage",
                 share=j,
                 key=buffer,
@@ -197,7 +212,7 @@ def scheduler_graph(
         storage_nodes.append(tuple(nodes))
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
-    builder.connect(kernels, storages, storage_nodes, multi.extractors, freeable, outputs)
+    builder.connect(kernels, storages, storage_nodes, multi.extractors, freeable, outputs, views)
     return SchedulerGraph(
         graph=builder.graph(name),
         kernels=tuple(kernels),
@@ -217,6 +232,21 @@ def _check_workspaces(workspaces: dict[str, int], kernels: Sequence[Any]) -> Non
             raise GraphError(f"workspace of {name!r}, which is not a kernel of this graph")
         if size < 0:
             raise GraphError(f"workspace of {name!r} is {size} bytes, below 0")
+
+
+def _concatenation_views(storages: dict[int, list[Any]]) -> dict[int, Any]:
+    """``id(buffer)`` -> the buffer it is a view into, for every storage buffer that a
+    kernel writes straight into a concatenation's output (``NonOwningLayout``)."""
+    from torch._inductor.ir import NonOwningLayout
+
+    by_name = {b.get_name(): b for held in storages.values() for b in held}
+    views = {}
+    for held in storages.values():
+        for buffer in held:
+            layout = buffer.node.layout
+            if isinstance(layout, NonOwningLayout) and layout.view.get_name() in by_name:
+                views[id(buffer)] = by_name[layout.view.get_name()]
+    return views
 
 
 @dataclass(frozen=True)
@@ -297,13 +327,16 @@ class _Builder:
         extractors: dict[int, list[Any]],
         freeable: dict[str, Any],
         outputs: Any,
+        views: dict[int, Any],
     ) -> None:
         """Edges (module docstring): inputs -> ``<inputs>`` -> every kernel and storage;
         order edges between kernels; storage (``storage_nodes[i]``, the workspace among
         them) -> its kernel; a buffer's storage -> its readers and the ``MultiOutput``
-        nodes of its kernel's tuple; the graph outputs' storages and every kernel ->
-        ``<outputs>``."""
+        nodes of its kernel's tuple; a concatenation's output -> the kernels writing
+        into it and their views' readers (and not from its own kernel's
+        predecessors); the graph outputs' storages and every kernel -> ``<outputs>``."""
         final = len(self.names) - 1  # <outputs>, the last node added
+        targets = {self.index[id(t)] for t in views.values()}
         in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
         for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]
@@ -315,8 +348,13 @@ class _Builder:
                 s = self.index[id(buffer)]
                 readers = [r for r in buffer.mpi_buffer.succ_nodes if r is not kernel]
                 holders = [x for x in extractors.get(id(kernel), []) if x not in readers]
+                target = self.index[id(views[id(buffer)])] if id(buffer) in views else None
+                if target is not None:
+                    self.edge(target, v)
                 for reader in readers + holders:
                     in_edges[self.index[id(reader)]].append(s)
+                    if target is not None:
+                        in_edges[self.index[id(reader)]].append(target)
                 if buffer.get_name() in outputs:
                     self.edge(s, final)
             self.edge(v, final)
@@ -332,9 +370,12 @@ class _Builder:
         for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]
             preds = in_edges[v] + ([self.start] if self.start is not None else [])
-            for target in (v, *storage_nodes[i]):
+            for node in (v, *(u for u in storage_nodes[i] if u not in targets)):
                 for u in preds:
-                    self.edge(u, target)
+                    self.edge(u, node)
+        if self.start is not None:
+            for node in targets:
+                self.edge(self.start, node)
 
     def graph(self, name: str) -> Graph:
         return Graph(
