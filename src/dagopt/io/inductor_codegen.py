@@ -172,7 +172,6 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     it (``torch._inductor.virtualized.V``: the scheduler, the wrapper and the graph's
     removed operations)."""
     from torch._inductor import ir
-    from torch._inductor.scheduler import NopKernelSchedulerNode
 
     graph = sched.graph
     kernel_of = np.full(graph.num_nodes, -1, dtype=np.int64)
@@ -193,7 +192,7 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
         found = kernel_of[successors]
         readers.append(np.unique(found[found >= 0]))
         kept.append(outputs in successors)
-    kinds = np.array([_kind(kernel, NopKernelSchedulerNode) for kernel in sched.kernels])
+    kinds = np.array([_kind(kernel) for kernel in sched.kernels])
     sizes = np.array([buffer.mpi_buffer.size_free for buffer in buffers], dtype=np.int64)
     owner = np.arange(len(buffers), dtype=np.int64)
     for s, buffer in enumerate(buffers):
@@ -244,8 +243,11 @@ def _read_as_written(kernel: Any, name: str) -> bool:
     return len(groups) == 1
 
 
-def _kind(kernel: Any, no_op_type: type) -> int:
-    if isinstance(kernel, no_op_type):
+def _kind(kernel: Any) -> int:
+    """``GROUPED``, ``ALONE`` or ``NO_OP`` (the module's kernel kinds)."""
+    from torch._inductor.scheduler import NopKernelSchedulerNode
+
+    if isinstance(kernel, NopKernelSchedulerNode):
         return NO_OP
     device = kernel.get_device()
     if kernel.is_extern() or kernel.is_template() or device is None or device.type != "cpu":
