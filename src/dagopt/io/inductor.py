@@ -55,6 +55,7 @@ torch 2.13 (``docs/real_models.md``, "torch.compile").
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -76,8 +77,9 @@ class SchedulerGraph:
     ``kernels`` are the scheduler nodes in the order given; ``kernel_nodes[i]`` is the
     graph node of ``kernels[i]``, ``storage_nodes[i]`` those of its storages and
     ``storage_buffers[i]`` the buffers they hold (the first ``len(storage_buffers[i])``
-    of them; a workspace node follows); ``front`` the freeable inputs' nodes (in the
-    order of ``freeable_inputs``) and ``<inputs>``.
+    of them; a workspace node follows); ``views`` maps the storage node of each
+    concatenation view to that of the concatenation's output; ``front`` the freeable
+    inputs' nodes (in the order of ``freeable_inputs``) and ``<inputs>``.
     ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning inputs (its
     heuristics take them)."""
 
@@ -86,6 +88,7 @@ class SchedulerGraph:
     kernel_nodes: np.ndarray
     storage_nodes: tuple[tuple[int, ...], ...]
     storage_buffers: tuple[tuple[Any, ...], ...]
+    views: dict[int, int]
     front: tuple[int, ...]
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
@@ -99,19 +102,25 @@ class SchedulerGraph:
         picked = kernel_of[np.asarray(order, dtype=np.int64)]
         return [self.kernels[k] for k in picked[picked >= 0]]
 
+    @cached_property
+    def _position(self) -> dict[int, int]:
+        return {id(kernel): i for i, kernel in enumerate(self.kernels)}
+
+    def indices(self, kernels: Sequence[Any]) -> np.ndarray:
+        """The indices in ``kernels`` (of this graph's ``kernels``) of the given ones."""
+        return np.asarray([self._position[id(kernel)] for kernel in kernels], dtype=np.int64)
+
     def node_order(self, kernels: Sequence[Any]) -> np.ndarray:
         """The graph order that runs ``kernels`` (all of them, in a topological order)
         with each storage right before the first kernel that needs it: ``front``, per
         kernel the storages it needs that are not yet allocated (its own, and a
         concatenation's output it writes into) and itself, then ``<outputs>``."""
-        position = {id(k): i for i, k in enumerate(self.kernels)}
         storage = np.zeros(self.graph.num_nodes, dtype=bool)
         for nodes in self.storage_nodes:
             storage[list(nodes)] = True
         placed = np.zeros(self.graph.num_nodes, dtype=bool)
         body = []
-        for kernel in kernels:
-            v = int(self.kernel_nodes[position[id(kernel)]])
+        for v in self.kernel_nodes[self.indices(kernels)].tolist():
             preds = dict.fromkeys(self.graph.predecessors(v).tolist())
             needed = [u for u in preds if storage[u] and not placed[u]]
             placed[needed] = True
@@ -219,6 +228,7 @@ def scheduler_graph(
         kernel_nodes=np.asarray(kernel_nodes, dtype=np.int64),
         storage_nodes=tuple(storage_nodes),
         storage_buffers=tuple(tuple(storages[id(k)]) for k in kernels),
+        views={builder.index[view]: builder.index[id(output)] for view, output in views.items()},
         front=(*builder.inputs.values(), *([builder.start] if freeable else [])),
         freeable_inputs=freeable,
         graph_outputs=outputs,

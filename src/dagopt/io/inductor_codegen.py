@@ -171,8 +171,6 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     """The ``CodegenMemory`` of ``sched`` (module docstring), read while Inductor compiles
     it (``torch._inductor.virtualized.V``: the scheduler, the wrapper and the graph's
     removed operations)."""
-    from torch._inductor import ir
-
     graph = sched.graph
     kernel_of = np.full(graph.num_nodes, -1, dtype=np.int64)
     kernel_of[sched.kernel_nodes] = np.arange(len(sched.kernels))
@@ -193,16 +191,15 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
         readers.append(np.unique(found[found >= 0]))
         kept.append(outputs in successors)
     kinds = np.array([_kind(kernel) for kernel in sched.kernels])
-    sizes = np.array([buffer.mpi_buffer.size_free for buffer in buffers], dtype=np.int64)
+    sizes = graph.mem[nodes].astype(np.int64)  # a concatenation view's is 0
     owner = np.arange(len(buffers), dtype=np.int64)
+    storage_of = {v: s for s, v in enumerate(nodes)}
+    for view, output in sched.views.items():
+        owner[storage_of[view]] = storage_of[output]
     for s, buffer in enumerate(buffers):
-        layout = getattr(getattr(buffer, "node", None), "layout", None)  # none for an input
-        if isinstance(layout, ir.NonOwningLayout):
-            target = index_of_buffer.get(layout.view.get_name())
-            if target is not None:
-                owner[s], sizes[s] = target, 0
-        elif (
-            allocator[s] >= 0
+        if (
+            owner[s] == s
+            and allocator[s] >= 0
             and kinds[allocator[s]] == GROUPED
             and not kept[s]
             and set(readers[s].tolist()) <= {allocator[s]}

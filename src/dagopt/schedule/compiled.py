@@ -36,8 +36,8 @@ from typing import Any
 
 from dagopt.errors import InputError
 from dagopt.integrations.extern_kernels import extern_workspaces
-from dagopt.io.inductor import SchedulerGraph, current_scheduler_graph
-from dagopt.io.inductor_codegen import CodegenMemory, codegen_memory
+from dagopt.io.inductor import current_scheduler_graph
+from dagopt.io.inductor_codegen import codegen_memory
 from dagopt.progress import report
 from dagopt.schedule.base import get_solver, solve
 
@@ -116,9 +116,9 @@ class KernelOrderPass:
         ordered = sched.kernels_in_order(schedule.order)
         candidates = _inductor_orders(kernels, sched)
         memory = codegen_memory(sched)
-        peaks = [_peak(sched, memory, order) for order in candidates]
+        peaks = [memory.peak(sched.indices(order)) for order in candidates]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
-        dagopt_peak = _peak(sched, memory, ordered)
+        dagopt_peak = memory.peak(sched.indices(ordered))
         applied = dagopt_peak < peaks[best] and dagopt_peak <= (1.0 - self.min_gain) * peaks[best]
         self.reports.append(
             KernelOrderReport(
@@ -159,12 +159,6 @@ def kernel_order(
         _post_fusion_custom_pass=order_pass, reorder_for_peak_memory=False, fx_graph_cache=False
     ):
         yield order_pass
-
-
-def _peak(sched: SchedulerGraph, memory: CodegenMemory, kernels: Sequence[Any]) -> int:
-    """The peak of the generated code running ``kernels`` in that order (``memory``)."""
-    position = {id(kernel): i for i, kernel in enumerate(sched.kernels)}
-    return memory.peak([position[id(kernel)] for kernel in kernels])
 
 
 def _graph_label(graph: Any) -> str:
