@@ -24,6 +24,7 @@ from dagopt.io.inductor import INPUTS_NODE, OUTPUTS_NODE, current_scheduler_grap
 from dagopt.objectives import peak_memory
 from dagopt.schedule.compiled import KernelOrderPass, kernel_order
 from dags import priority_topological
+from scheduler_passes import with_scheduler_pass
 
 
 def tiny_gpt2() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
@@ -146,14 +147,8 @@ def compile_small_cnn_step(scheduler_pass) -> None:
     """Compile and run the small CNN's training step with ``scheduler_pass`` as Inductor's
     post-fusion pass (Inductor's own peak-memory pass off)."""
     module, inputs = small_cnn()
-    torch._dynamo.reset()
-    with inductor_config.patch(
-        _post_fusion_custom_pass=scheduler_pass,
-        reorder_for_peak_memory=False,
-        fx_graph_cache=False,
-    ):
+    with with_scheduler_pass(scheduler_pass):
         training_step(module, inputs)()
-    torch._dynamo.reset()
 
 
 def test_scheduler_graph_peak_is_inductors_estimate():
@@ -214,15 +209,11 @@ def test_multi_output_tuples_hold_their_outputs_as_the_generated_code_does():
             seen.append((peak_memory(sched.graph, sched.node_order(order)), estimate))
             return order
 
-        torch._dynamo.reset()
-        with inductor_config.patch(
-            _post_fusion_custom_pass=reorder, reorder_for_peak_memory=False, fx_graph_cache=False
-        ):
+        with with_scheduler_pass(reorder):
             compiled = torch.compile(sort_then_matmul)
             compiled(x)
             measured = measured_peak(functools.partial(compiled, x))
         runs[arrange.__name__] = (*seen[0], measured)
-    torch._dynamo.reset()
     graph_peak, estimate, measured = runs["list"]
     assert graph_peak == estimate == measured
     graph_peak, estimate, measured = runs["multi_outputs_late"]
