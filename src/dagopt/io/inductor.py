@@ -97,18 +97,24 @@ class SchedulerGraph:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
         storages, ``<inputs>`` and ``<outputs>`` are dropped (a kernel allocates its
         storages when it runs)."""
-        kernel_of = np.full(self.graph.num_nodes, -1, dtype=np.int64)
-        kernel_of[self.kernel_nodes] = np.arange(len(self.kernels))
-        picked = kernel_of[np.asarray(order, dtype=np.int64)]
+        picked = self.kernel_of[np.asarray(order, dtype=np.int64)]
         return [self.kernels[k] for k in picked[picked >= 0]]
 
     @cached_property
-    def _position(self) -> dict[int, int]:
+    def position(self) -> dict[int, int]:
+        """``id(kernel)`` -> its index in ``kernels``."""
         return {id(kernel): i for i, kernel in enumerate(self.kernels)}
+
+    @cached_property
+    def kernel_of(self) -> np.ndarray:
+        """Per graph node, the index in ``kernels`` of the kernel it is, or -1."""
+        kernel_of = np.full(self.graph.num_nodes, -1, dtype=np.int64)
+        kernel_of[self.kernel_nodes] = np.arange(len(self.kernels))
+        return kernel_of
 
     def indices(self, kernels: Sequence[Any]) -> np.ndarray:
         """The indices in ``kernels`` (of this graph's ``kernels``) of the given ones."""
-        return np.asarray([self._position[id(kernel)] for kernel in kernels], dtype=np.int64)
+        return np.asarray([self.position[id(kernel)] for kernel in kernels], dtype=np.int64)
 
     def node_order(self, kernels: Sequence[Any]) -> np.ndarray:
         """The graph order that runs ``kernels`` (all of them, in a topological order)

@@ -172,8 +172,6 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     it (``torch._inductor.virtualized.V``: the scheduler, the wrapper and the graph's
     removed operations)."""
     graph = sched.graph
-    kernel_of = np.full(graph.num_nodes, -1, dtype=np.int64)
-    kernel_of[sched.kernel_nodes] = np.arange(len(sched.kernels))
     outputs = graph.index_of[OUTPUTS_NODE]
     nodes = [*sched.front[: len(sched.freeable_inputs)]]
     buffers: list[Any] = list(sched.freeable_inputs.values())
@@ -187,7 +185,7 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     readers, kept = [], []
     for v in nodes:
         successors = graph.successors(v)
-        found = kernel_of[successors]
+        found = sched.kernel_of[successors]
         readers.append(np.unique(found[found >= 0]))
         kept.append(outputs in successors)
     kinds = np.array([_kind(kernel) for kernel in sched.kernels])
@@ -264,7 +262,6 @@ def _in_place_candidates(
     if not inductor_config.inplace_buffers:
         return tuple(() for _ in sched.kernels)
     scheduler = V.graph.scheduler
-    kernel_of = {id(kernel): k for k, kernel in enumerate(sched.kernels)}
     found: list[tuple[InPlace, ...]] = []
     for k, kernel in enumerate(sched.kernels):
         candidates = []
@@ -282,7 +279,7 @@ def _in_place_candidates(
                     source_index = index_of_buffer.get(read.name)
                     if source is None or source_index is None or sizes[source_index] == 0:
                         continue
-                    after = _blockers(node, source, buffer, scheduler, kernel_of)
+                    after = _blockers(node, source, buffer, scheduler, sched.position)
                     if after is not None and k not in after:
                         candidates.append(InPlace(k, output, source_index, tuple(sorted(after))))
         found.append(tuple(candidates))
@@ -299,7 +296,7 @@ def _may_update(node: Any) -> bool:
 
 
 def _blockers(
-    node: Any, source: Any, output: Any, scheduler: Any, kernel_of: dict[int, int]
+    node: Any, source: Any, output: Any, scheduler: Any, position: dict[int, int]
 ) -> set[int] | None:
     """The kernels of ``source``'s other readers that need not precede ``node`` (its
     ancestors must), when ``node`` may write ``output`` into ``source`` once they have run;
@@ -338,7 +335,7 @@ def _blockers(
             continue
         if not isinstance(user.node, BaseSchedulerNode):
             return None  # a graph output
-        after.add(kernel_of[id(scheduler.get_fused_node(user.node))])
+        after.add(position[id(scheduler.get_fused_node(user.node))])
     return after
 
 
