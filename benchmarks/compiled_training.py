@@ -7,8 +7,9 @@
 Each zoo model (small size, random weights, dropout as configured) is compiled by
 ``torch.compile`` on the CPU twice (``dagopt.bench.compiled.compiled_run``): by Inductor
 alone, and with dagopt's scheduler pass (``dagopt.schedule.compiled.kernel_order``:
-``--method`` for ``--time-limit`` seconds per compiled graph, seed 0), which keeps the
-least estimated peak of dagopt's order and Inductor's own heuristics'. In
+``--method`` for ``--time-limit`` seconds per compiled graph, seed 0, then the local
+search on the generated code's memory for ``--refine-limit`` seconds, 5 by default),
+which keeps the least estimated peak of dagopt's order and Inductor's own heuristics'. In
 ``--mode training`` (the default) a run is the training step
 (``dagopt.integrations.torch_compile.training_step``: ``TrainingLoss`` forward,
 ``backward``), in ``inference`` the forward under ``torch.no_grad()``. Columns:
@@ -36,6 +37,7 @@ from dagopt.bench.markdown import markdown_row, markdown_rule
 from dagopt.bench.script import (
     add_zoo_search_options,
     check_zoo_models,
+    non_negative_float,
     positive_int,
     run_script,
     script_parser,
@@ -70,6 +72,7 @@ def _row(name: str, args) -> tuple[list[str], float]:
         seed=0,
         min_gain=args.min_gain,
         workspaces=args.workspaces,
+        refine_limit=args.refine_limit,
         **common,
     )
     reports = ordered.reports
@@ -100,6 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs of each")
     parser.add_argument(
         "--min-gain", type=float, default=0.0, help="the pass's min_gain (a fraction)"
+    )
+    parser.add_argument(
+        "--refine-limit",
+        type=non_negative_float,
+        default=5.0,
+        help="seconds per graph of the local search on the generated code's memory (0: none)",
     )
     parser.add_argument(
         "--no-workspaces",

@@ -3,13 +3,16 @@ model's peak is the peak the CPU allocator measures where Inductor's estimate (a
 ``SchedulerGraph`` built on it) is off, and each rule behaves as the generated code does
 on hand-made kernels."""
 
+import dataclasses
 import functools
 
 import numpy as np
 import pytest
 import torch
+import torch._inductor.config as inductor_config
 from torch._inductor.memory import estimate_peak_memory
 
+from codegen_memories import memory
 from dagopt.integrations.torch_compile import measured_peak
 from dagopt.io.inductor import current_scheduler_graph
 from dagopt.io.inductor_codegen import (
@@ -17,12 +20,12 @@ from dagopt.io.inductor_codegen import (
     GROUPED,
     MAX_GROUP_ARGUMENTS,
     NO_OP,
-    CodegenMemory,
     InPlace,
     codegen_memory,
 )
+from dagopt.io.inductor_estimate import InductorEstimate, inductor_estimate
 from dagopt.objectives import peak_memory
-from dagopt.schedule.compiled import kernel_order
+from dagopt.schedule.compiled import _inductor_orders, kernel_order
 from scheduler_passes import with_scheduler_pass
 
 
@@ -49,6 +52,21 @@ def group_around_an_extern(x):
     a = x.sum(1, keepdim=True)
     b = torch.softmax(x + a, 1)
     return (b * 3).cumsum(0).sum(0) + b.sum()
+
+
+def softmax_chain(x, w):
+    """Each softmax keeps its exponentials row by row in a buffer local to the kernel's
+    outer loop."""
+    a = (x @ w).softmax(1)
+    b = (a @ w).softmax(1)
+    return (b @ w).sum(1)
+
+
+def layer_norms(x, w):
+    """The wrapper keeps a freed layer-norm statistic for a later one of its size."""
+    a = torch.nn.functional.layer_norm(x, (512,))
+    b = torch.nn.functional.gelu(a @ w) @ w
+    return torch.nn.functional.layer_norm(b + x, (512,)) @ w
 
 
 def given_order_peaks(function, args) -> tuple[int, int, int, int]:
@@ -78,11 +96,22 @@ X, W = torch.randn(256, 512), torch.randn(512, 512)
 
 @pytest.mark.parametrize(
     "function, args",
-    [(in_place, (X, W)), (reduction_read_back, (X,)), (group_around_an_extern, (X,))],
+    [
+        (in_place, (X, W)),
+        (reduction_read_back, (X,)),
+        (group_around_an_extern, (X,)),
+        (layer_norms, (X, W)),
+    ],
 )
 def test_codegen_memory_is_the_measured_peak_where_the_graph_is_not(function, args):
     _, estimate, modelled, measured = given_order_peaks(function, args)
     assert modelled == measured != estimate
+
+
+def test_a_softmax_keeps_its_exponentials_in_a_buffer_local_to_its_outer_loop():
+    with inductor_config.patch(allow_buffer_reuse=False):  # nothing held for later
+        _, estimate, modelled, measured = given_order_peaks(softmax_chain, (X, W))
+    assert modelled == measured == estimate - 256 * 512 * 4
 
 
 def test_the_graph_counts_a_concatenations_inputs_as_views_into_its_output():
@@ -91,20 +120,42 @@ def test_the_graph_counts_a_concatenations_inputs_as_views_into_its_output():
     assert estimate == modelled == measured < inductors == 6 * 256 * 512 * 4
 
 
-def memory(kinds, storages, *, in_place=None, arguments=None, workspaces=None):
-    """A ``CodegenMemory`` from ``storages``: (bytes, allocating kernel, readers, kept)."""
-    n = len(kinds)
-    return CodegenMemory(
-        kinds=np.asarray(kinds),
-        workspaces=np.asarray(workspaces or [0] * n, dtype=np.int64),
-        arguments=tuple(arguments or [frozenset()] * n),
-        in_place=tuple(tuple(c for c in in_place or () if c.kernel == k) for k in range(n)),
-        sizes=np.asarray([s[0] for s in storages], dtype=np.int64),
-        owner=np.arange(len(storages)),
-        allocator=np.asarray([s[1] for s in storages]),
-        readers=tuple(np.asarray(s[2], dtype=np.int64) for s in storages),
-        kept=np.asarray([s[3] for s in storages]),
-    )
+def test_the_buffer_pool_holds_a_freed_buffer_for_a_later_one_of_its_key():
+    seen = []
+
+    def record(kernels):
+        pooled = codegen_memory(current_scheduler_graph(kernels))
+        unpooled = dataclasses.replace(pooled, takes=np.zeros_like(pooled.takes))
+        order = np.arange(len(kernels))
+        seen.append((pooled.peak(order), unpooled.peak(order)))
+        return kernels
+
+    for reuse in (True, False):
+        with with_scheduler_pass(record), inductor_config.patch(allow_buffer_reuse=reuse):
+            compiled = torch.compile(layer_norms)
+            compiled(X, W)
+            seen.append(measured_peak(functools.partial(compiled, X, W)))
+    [(pooled, unpooled), measured, (off, same), measured_off] = seen
+    assert measured == pooled > unpooled
+    assert measured_off == off == same == unpooled  # the pool turned off: nothing is held
+
+
+def test_inductors_estimate_step_by_step_of_any_order():
+    seen = []
+
+    def record(kernels):
+        sched = current_scheduler_graph(kernels)
+        estimate = inductor_estimate(sched)
+        for order in _inductor_orders(kernels, sched):
+            position = np.empty(len(kernels), dtype=np.int64)
+            position[sched.indices(order)] = np.arange(len(kernels))
+            _, steps = estimate_peak_memory(order, sched.freeable_inputs, sched.graph_outputs)
+            seen.append(estimate.steps(position).tolist() == steps)
+        return kernels
+
+    with with_scheduler_pass(record):
+        torch.compile(layer_norms)(X, W)
+    assert seen == [True] * 4
 
 
 # kernel 0 makes A (100, read by 1), kernel 1 makes B (100, read by 3), kernel 2 (an extern
@@ -143,6 +194,34 @@ def test_an_in_place_update_needs_the_inputs_other_readers_to_have_run():
     model = memory([ALONE] * 4, storages, in_place=[update])
     assert model.peak([0, 2, 1, 3]) == 105  # B takes A's memory
     assert model.peak([0, 1, 2, 3]) == 205  # kernel 2 still reads A: no update
+
+
+def test_a_freed_buffer_is_held_where_inductors_estimate_stays_within_its_peak():
+    # A (100) is freed after kernel 1, D (100, A's key) allocated by kernel 3: holding A
+    # through kernel 2 (B and C live: 20) makes 120
+    storages = [
+        (100, 0, [0, 1], False),
+        (10, 1, [1, 2], False),
+        (10, 2, [2, 3], False),
+        (100, 3, [3], True),
+    ]
+    pool = [(0, True, True), (1, True, True), (2, True, True), (0, True, True)]
+    # the storages' own estimate peaks at 110: not held
+    assert memory([ALONE] * 4, storages, pool=pool).peak([0, 1, 2, 3]) == 110
+    # an estimate with 200 more during kernel 0 (a buffer the generated code never
+    # allocates, say) allows it: the generated code holds 120
+    estimate = InductorEstimate(
+        np.array([300, 10, 10, 100]),
+        0,
+        np.array([200, 100, 10, 10]),
+        np.array([0, 0, 1, 2]),
+        tuple(np.array([k]) for k in (0, 1, 2, 3)),
+    )
+    held = memory([ALONE] * 4, storages, pool=pool, estimate=estimate)
+    assert held.peak([0, 1, 2, 3]) == 120
+    # a buffer of another key is never taken
+    other = [(0, True, True), (1, True, True), (2, True, True), (3, True, True)]
+    assert memory([ALONE] * 4, storages, pool=other, estimate=estimate).peak([0, 1, 2, 3]) == 110
 
 
 def test_workspaces_count_while_their_kernel_runs():

@@ -52,11 +52,12 @@ def compiled_run(
     seed: int | None = 0,
     min_gain: float = 0.0,
     workspaces: bool = True,
+    refine_limit: float = 5.0,
     repeats: int = 3,
 ) -> CompiledRun:
     """Compile ``module`` (``mode``: ``"training"`` or ``"inference"``) by Inductor alone
     (``method=None``) or with ``kernel_order(method, time_limit=, seed=, min_gain=,
-    workspaces=)`` and run it (module docstring); ``repeats`` timed runs."""
+    workspaces=, refine_limit=)`` and run it (module docstring); ``repeats`` timed runs."""
     import torch
     import torch._inductor.config as inductor_config
 
@@ -66,7 +67,12 @@ def compiled_run(
         inductor_config.patch(fx_graph_cache=False)
         if method is None
         else kernel_order(
-            method, time_limit=time_limit, seed=seed, min_gain=min_gain, workspaces=workspaces
+            method,
+            time_limit=time_limit,
+            seed=seed,
+            min_gain=min_gain,
+            workspaces=workspaces,
+            refine_limit=refine_limit,
         )
     )
     torch._dynamo.reset()

@@ -77,6 +77,13 @@ def positive_float(text: str) -> float:
     )
 
 
+def non_negative_float(text: str) -> float:
+    """An ``argparse`` type: a finite number >= 0 (a time limit that 0 turns off...)."""
+    return _number(
+        text, float, "a number", lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0"
+    )
+
+
 def zoo_graph_key(text: str) -> str:
     """An ``argparse`` type: a zoo graph key ``model/size/mode`` of a known model, size
     and mode (``dagopt.zoo.parse_zoo_key``)."""

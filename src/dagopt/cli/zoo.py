@@ -193,13 +193,22 @@ def compile_model(
             "and count it in the estimate.",
         ),
     ] = True,
+    refine_limit: Annotated[
+        float,
+        typer.Option(
+            min=0,
+            help="Seconds per compiled graph of the local search on the generated code's "
+            "memory after the method (0: none).",
+        ),
+    ] = 5.0,
 ) -> None:
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
     ordering its kernels, run both; print the estimates and the measured peaks.
 
     Per compiled graph: the peak estimate (`dagopt.io.inductor_codegen`: the memory the
     generated code holds, the extern kernels' workspaces included) of the best of
-    Inductor's own orders and of dagopt's, kept when at least --min-gain below.
+    Inductor's own orders and of dagopt's (the method's, refined by a local search on that
+    memory for --refine-limit seconds), kept when at least --min-gain below.
     Measured: the CPU allocator's peak over one run (`docs/real_models.md`,
     "torch.compile"); the results' largest difference is shown beside that of Inductor's
     own rerun."""
@@ -227,9 +236,13 @@ def compile_model(
             seed=seed,
             min_gain=min_gain,
             workspaces=workspaces,
+            refine_limit=refine_limit,
         ),
     )
-    lines = [f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph"]
+    lines = [
+        f"{label}, torch.compile on the CPU; dagopt: {method}, {time_limit:g} s per graph, "
+        f"refined {refine_limit:g} s"
+    ]
     for r in ordered.reports:
         kept = "" if r.applied else "; Inductor's order kept"
         unmeasured = f", {len(r.unmeasured)} not" if r.unmeasured else ""
@@ -238,7 +251,8 @@ def compile_model(
         )
         lines.append(
             f"{r.graph}: {r.kernels} kernels{measured}, estimate of Inductor's order "
-            f"{r.inductor_peak / 1e6:.3f} MB, dagopt's {r.dagopt_peak / 1e6:.3f} MB "
+            f"{r.inductor_peak / 1e6:.3f} MB, {method}'s {r.search_peak / 1e6:.3f} MB, "
+            f"dagopt's (refined) {r.dagopt_peak / 1e6:.3f} MB "
             f"({r.seconds:.1f} s search{kept})"
         )
     change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0

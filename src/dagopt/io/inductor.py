@@ -112,6 +112,16 @@ class SchedulerGraph:
         kernel_of[self.kernel_nodes] = np.arange(len(self.kernels))
         return kernel_of
 
+    @cached_property
+    def kernel_predecessors(self) -> tuple[np.ndarray, ...]:
+        """Per kernel, the indices of the kernels that must run before it (Inductor's
+        dependencies: every storage a kernel reads is its writer's, whose kernel precedes
+        the reader)."""
+        return tuple(
+            np.unique(found[found >= 0])
+            for found in (self.kernel_of[self.graph.predecessors(v)] for v in self.kernel_nodes)
+        )
+
     def indices(self, kernels: Sequence[Any]) -> np.ndarray:
         """The indices in ``kernels`` (of this graph's ``kernels``) of the given ones."""
         return np.asarray([self.position[id(kernel)] for kernel in kernels], dtype=np.int64)

@@ -3,7 +3,7 @@
 Inductor's estimate (``estimate_peak_memory``, the peak ``dagopt.io.inductor``'s graph
 extends) allocates each scheduler node's buffers when the node runs and frees each
 after its last reader. The code Inductor generates (torch 2.13, ``torch/_inductor``)
-holds memory differently, in four ways this module models:
+holds memory differently, in five ways this module models:
 
 1. **Kernel groups (CPU).** The C++ backend gathers consecutive generated kernels into
    one C++ function and calls it once: ``Scheduler._codegen`` flushes the group
@@ -17,7 +17,8 @@ holds memory differently, in four ways this module models:
 2. **Kernel-local buffers.** A buffer that only the generated kernel writing it reads,
    in loops over the ranges of the loop that writes it, and that is no graph output, is
    never allocated (``Kernel.remove_kernel_local_buffers``: the kernel uses the stored
-   value).
+   value); nor is one that a kernel of loops fused over a common outer loop keeps, row
+   by row, in a buffer local to one iteration of it (a softmax's exponentials).
 3. **Concatenation views.** The inputs of a concatenation are written straight into its
    output (``NonOwningLayout``) and own no memory: the output is allocated with the
    first of them and freed after the last reader of it or of any of them.
@@ -26,25 +27,36 @@ holds memory differently, in four ways this module models:
    (``BaseSchedulerNode.decide_inplace_update``, whose conditions ``CodegenMemory``
    keeps): the output takes the input's memory, which lives until the output's last
    reader.
+5. **The buffer pool.** The wrapper keeps a freed buffer for a later allocation of the
+   same reuse key (device, dtype, storage size, alignment: ``buffer_reuse_key``) instead
+   of freeing it (``memory_plan_reuse``): going through its allocations and frees in
+   order, an allocation takes the buffer freed last of its key (``AllocateLine.plan``)
+   when that was freed at the step right before it, or when Inductor's estimate
+   (``dagopt.io.inductor_estimate``) with the buffer held in between stays within the
+   estimate's own peak (``should_reuse_buffer``; each buffer so held is added to the
+   estimate). The freed buffer's memory then lives on until the new one is freed: where
+   the generated code holds less than the estimate, the pool fills the gap.
 
 ``codegen_memory(sched)`` reads these facts off a ``SchedulerGraph`` while Inductor
 compiles it (an in-place update depends on which of the input's readers have run, so
 the candidates are kept with the kernels that must run first);
 ``CodegenMemory.peak(kernels)`` is the peak of the kernels run in that order, with each
-extern kernel's workspace while it runs. Left out: the wrapper's buffer pool
-(``memory_plan_reuse``), which keeps a freed buffer for a later one of the same size
-only where Inductor's own estimate says the peak does not grow; a kernel-local buffer
-read in a loop of the same ranges that still loads it back; and a group's arguments are
-counted as the distinct buffers its kernels read and write, without size variables.
+extern kernel's workspace while it runs. Left out: a kernel-local buffer read in a loop
+of the same ranges that still loads it back; a group's arguments are counted as the
+distinct buffers its kernels read and write, without size variables; a freed
+multi-output buffer enters the pool at its kernel's last ``MultiOutput`` node if that
+runs after its last reader.
 """
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from dagopt.io.inductor import OUTPUTS_NODE, SchedulerGraph
+from dagopt.io.inductor_estimate import InductorEstimate, inductor_estimate
 
 #: Kernel kinds: a generated kernel (joins the C++ group), one called on its own (extern,
 #: template, a generated kernel on another device), a no-op.
@@ -75,7 +87,11 @@ class CodegenMemory:
     Inductor tries them). Per storage: ``sizes`` (bytes; 0 for a concatenation view and a
     kernel-local buffer), ``owner`` (the storage whose memory it is: itself, or a
     concatenation's output), ``allocator`` (its kernel; -1 for a freeable input, live
-    from the start), ``readers`` (kernels) and ``kept`` (a graph output, never freed)."""
+    from the start), ``readers`` (kernels) and ``kept`` (a graph output, never freed);
+    for the buffer pool, ``reuse_keys`` (-1 where the wrapper neither allocates nor frees
+    it), whether the wrapper allocates it (``takes``: it may take a pooled buffer) and
+    whether its free enters the pool (``gives``), ``reuse_bytes`` (its allocation's bytes),
+    and Inductor's ``estimate``."""
 
     kinds: np.ndarray
     workspaces: np.ndarray
@@ -86,6 +102,11 @@ class CodegenMemory:
     allocator: np.ndarray
     readers: tuple[np.ndarray, ...]
     kept: np.ndarray
+    reuse_keys: np.ndarray
+    takes: np.ndarray
+    gives: np.ndarray
+    reuse_bytes: np.ndarray
+    estimate: InductorEstimate
 
     def segments(self, order: np.ndarray) -> np.ndarray:
         """Per kernel, the index of the call it is part of when the kernels run in
@@ -111,47 +132,52 @@ class CodegenMemory:
     def peak(self, order: Sequence[int] | np.ndarray) -> int:
         """Peak bytes of the generated code when it runs the kernels in ``order`` (kernel
         indices, a topological order of all of them)."""
+        return int(self.profile(order).max(initial=0))
+
+    def profile(self, order: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Bytes the generated code holds during each of its calls (``segments``) when it
+        runs the kernels in ``order``: the buffers allocated up to the call and not freed
+        before it, and its extern kernel's workspace."""
         order = np.asarray(order, dtype=np.int64)
         position = np.empty(len(self.kinds), dtype=np.int64)
         position[order] = np.arange(len(order))
         segment = self.segments(order)
-        owner = self._after_in_place(order, position)
-        n_segments = int(segment.max(initial=-1)) + 2
-        first = np.full(len(self.sizes), n_segments, dtype=np.int64)
+        owner, consumed = self._after_in_place(order, position)
+        owner = self._after_reuse(position, segment, owner, consumed)
+        calls = int(segment.max(initial=-1)) + 1
+        made = np.where(self.allocator >= 0, segment[self.allocator], 0)  # an input: from 0
+        first = np.full(len(self.sizes), calls, dtype=np.int64)
+        np.minimum.at(first, owner, made)
         last = np.full(len(self.sizes), -1, dtype=np.int64)
+        storages, kernels = self._reads
+        np.maximum.at(last, owner[storages], segment[kernels])
         kept = np.zeros(len(self.sizes), dtype=bool)
-        for s in range(len(self.sizes)):
-            root = owner[s]
-            made = -1 if self.allocator[s] < 0 else segment[self.allocator[s]]
-            first[root] = min(first[root], made)
-            if len(self.readers[s]):
-                last[root] = max(last[root], segment[self.readers[s]].max())
-            kept[root] |= self.kept[s]
-        start = 0
-        allocated = np.zeros(n_segments, dtype=np.int64)
-        freed = np.zeros(n_segments, dtype=np.int64)
-        for root in np.flatnonzero(self.sizes > 0):
-            if owner[root] != root:
-                continue
-            size = int(self.sizes[root])
-            if first[root] < 0:
-                start += size
-            else:
-                allocated[first[root]] += size
-            if not kept[root]:
-                freed[max(last[root], first[root], 0)] += size
-        workspace = np.zeros(n_segments, dtype=np.int64)
+        np.logical_or.at(kept, owner, self.kept)
+        roots = np.flatnonzero((self.sizes > 0) & (owner == np.arange(len(owner))))
+        allocated = np.zeros(calls, dtype=np.int64)
+        np.add.at(allocated, first[roots], self.sizes[roots])
+        freed = np.zeros(calls, dtype=np.int64)
+        freeing = roots[~kept[roots]]
+        np.add.at(freed, np.maximum(last[freeing], first[freeing]), self.sizes[freeing])
+        workspace = np.zeros(calls, dtype=np.int64)
         np.maximum.at(workspace, segment, self.workspaces)
-        live = peak = start
-        for s in range(n_segments):
-            live += int(allocated[s])
-            peak = max(peak, live + int(workspace[s]))
-            live -= int(freed[s])
-        return peak
+        held = np.cumsum(allocated) - np.cumsum(freed) + freed  # frees come after the call
+        return held + workspace
 
-    def _after_in_place(self, order: np.ndarray, position: np.ndarray) -> np.ndarray:
+    @cached_property
+    def _reads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (storage, kernel reading it) pair, as two flat arrays."""
+        counts = [len(r) for r in self.readers]
+        storages = np.repeat(np.arange(len(self.readers)), counts)
+        kernels = np.concatenate([np.zeros(0, dtype=np.int64), *self.readers]).astype(np.int64)
+        return storages, kernels
+
+    def _after_in_place(
+        self, order: np.ndarray, position: np.ndarray
+    ) -> tuple[np.ndarray, set[int]]:
         """``owner`` after the in-place updates the order allows: an updated output's
-        memory is its input's (the input's owner's, along chains of updates)."""
+        memory is its input's (the input's owner's, along chains of updates); and the
+        inputs so taken (the wrapper frees none of them)."""
         owner = self.owner.copy()
         taken: set[int] = set()
         for k in order:
@@ -164,6 +190,48 @@ class CodegenMemory:
                     owner[owner == owner[candidate.output]] = root
                     taken.add(candidate.input)
                     updated.add(candidate.output)
+        return owner, taken
+
+    def _after_reuse(
+        self, position: np.ndarray, segment: np.ndarray, owner: np.ndarray, consumed: set[int]
+    ) -> np.ndarray:
+        """``owner`` after the buffer pool (module docstring): the wrapper's lines in order,
+        per call (``segments``) the allocations of its kernels, then the frees after it,
+        each free at the step of the call's last kernel; an allocation that takes a
+        pooled buffer has that buffer's memory."""
+        flushed_at = np.full(int(segment.max(initial=-1)) + 1, -1, dtype=np.int64)
+        np.maximum.at(flushed_at, segment, position)
+        allocating: dict[int, int] = {}  # root -> the kernel whose code allocates it
+        for s in np.flatnonzero(self.allocator >= 0):
+            root, kernel = owner[s], self.allocator[s]
+            if root not in allocating or position[kernel] < position[allocating[root]]:
+                allocating[root] = kernel
+        lines = [
+            (segment[kernel], 0, position[kernel], root)
+            for root, kernel in allocating.items()
+            if self.takes[root]
+        ]
+        for s in np.flatnonzero(self.gives & ~self.kept):
+            if s not in consumed:
+                used = segment[self.readers[s]] if len(self.readers[s]) else ()
+                lines.append((max(segment[self.allocator[s]], *used), 1, 0, s))
+        steps = self.estimate.steps(position)
+        ceiling = steps.max()
+        pool: dict[int, list[tuple[int, int]]] = {}
+        for call, is_free, step, s in sorted(lines):
+            key = self.reuse_keys[s]
+            if is_free:
+                pool.setdefault(key, []).append((s, flushed_at[call]))
+                continue
+            if not pool.get(key):
+                continue
+            freed, freed_at = pool[key][-1]
+            if freed_at + 1 != step:
+                if self.reuse_bytes[s] + steps[freed_at + 1 : step].max() > ceiling:
+                    continue
+                steps[freed_at + 1 : step] += self.reuse_bytes[s]
+            pool[key].pop()
+            owner[owner == owner[s]] = owner[freed]
         return owner
 
 
@@ -201,14 +269,21 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
             and kinds[allocator[s]] == GROUPED
             and not kept[s]
             and set(readers[s].tolist()) <= {allocator[s]}
-            and _read_as_written(sched.kernels[allocator[s]], buffer.get_name())
+            and (
+                _read_as_written(sched.kernels[allocator[s]], buffer.get_name())
+                or _outer_loop_local(sched.kernels[allocator[s]], buffer)
+            )
         ):
             sizes[s] = 0  # kernel-local: never allocated
     workspaces = np.zeros(len(sched.kernels), dtype=np.int64)
     for k, storage_nodes in enumerate(sched.storage_nodes):
         for v in storage_nodes[len(sched.storage_buffers[k]) :]:
             workspaces[k] = int(graph.mem[v])
-    local = {buffers[s].get_name() for s in np.flatnonzero(sizes == 0) if owner[s] == s}
+    removed = (sizes == 0) & (owner == np.arange(len(buffers)))
+    local = {buffers[s].get_name() for s in np.flatnonzero(removed)}
+    unlined = removed.copy()
+    unlined[: len(sched.freeable_inputs)] = True  # inputs: freed by ``del``, never pooled
+    reuse = _reuse_facts(buffers, unlined)
     return CodegenMemory(
         kinds=kinds,
         workspaces=workspaces,
@@ -222,7 +297,66 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
         allocator=np.asarray(allocator, dtype=np.int64),
         readers=tuple(readers),
         kept=np.asarray(kept, dtype=bool),
+        reuse_keys=reuse[0],
+        takes=reuse[1],
+        gives=reuse[2],
+        reuse_bytes=reuse[3],
+        estimate=inductor_estimate(sched),
     )
+
+
+def _reuse_facts(
+    buffers: Sequence[Any], skipped: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per storage buffer (those ``skipped`` left out: the wrapper has no line for them),
+    the buffer pool's facts (``CodegenMemory``): reuse key, takes, gives, bytes."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor import ir
+    from torch._inductor.codegen.wrapper import buffer_reuse_key
+    from torch._inductor.utils import get_dtype_size
+    from torch._inductor.virtualized import V
+
+    keys = np.full(len(buffers), -1, dtype=np.int64)
+    takes = np.zeros(len(buffers), dtype=bool)
+    gives = np.zeros(len(buffers), dtype=bool)
+    nbytes = np.zeros(len(buffers), dtype=np.int64)
+    ids: dict[Any, int] = {}
+    never = V.graph.removed_buffers | V.graph.never_reuse_buffers
+    for s in np.flatnonzero(~skipped):
+        buffer = buffers[s]
+        node = buffer.node
+        layout = node.get_output_spec()
+        takes[s] = (
+            inductor_config.allow_buffer_reuse
+            and not isinstance(
+                layout,
+                (
+                    ir.MutationLayoutSHOULDREMOVE,
+                    ir.NoneLayout,
+                    ir.NonOwningLayout,
+                    ir.CommBufferLayout,
+                    ir.MultiOutputLayout,
+                ),
+            )
+            and (
+                node.should_allocate()
+                or not isinstance(node.get_defining_op(), (ir.ExternKernelAlloc, ir.MultiOutput))
+            )
+        )
+        gives[s] = (
+            buffer.can_free()
+            and buffer.get_name() not in never
+            and buffer.get_name() not in V.graph.constants
+            and not isinstance(layout, (ir.CommBufferLayout, ir.MultiOutputLayout))
+            and not node.get_inputs_that_alias_output()
+        )
+        if takes[s] or gives[s]:
+            keys[s] = ids.setdefault(buffer_reuse_key(node), len(ids))
+            storage = V.graph.get_allocation_storage_size(node)
+            nbytes[s] = V.graph.sizevars.optimization_hint(storage, fallback=0) * get_dtype_size(
+                node.get_dtype()
+            )
+    return keys, takes, gives, nbytes
 
 
 def _read_as_written(kernel: Any, name: str) -> bool:
@@ -236,6 +370,49 @@ def _read_as_written(kernel: Any, name: str) -> bool:
         if any(d.name == name for d in accesses):
             groups.add(node.group)
     return len(groups) == 1
+
+
+def _outer_loop_local(kernel: Any, buffer: Any) -> bool:
+    """Whether the C++ backend replaces ``buffer`` (of ``kernel``) with a buffer local to
+    one iteration of the kernel's fused outer loop (``try_outer_loop_fusion_with_local_buf``
+    in ``torch/_inductor/codegen/cpp.py``, as in a softmax's exponentials): the kernel
+    fuses loops over a common outer loop whose every nest has one more level, and a
+    pointwise node of one output writes the contiguous buffer and its readers, all in the
+    kernel, read it at the index it writes."""
+    from torch._inductor.codegen.cpp import OuterLoopFusedSchedulerNode
+    from torch._inductor.scheduler import SchedulerNode
+
+    if not isinstance(kernel, OuterLoopFusedSchedulerNode):
+        return False
+    depth = kernel.outer_loop_fusion_depth
+    if any(len(_call_ranges(nest)) != depth + 1 for nest in kernel.get_outer_nodes()):
+        return False
+    writer = buffer.defining_op
+    name = buffer.get_name()
+    inside = set(kernel.get_nodes())
+    if writer.is_reduction() or len(writer.get_outputs()) != 1:
+        return False
+    if not all(user.node in inside for user in buffer.users):
+        return False
+    contiguous, stride = 0, 1
+    for var, extent in reversed(writer._body.var_ranges.items()):
+        contiguous += stride * var
+        stride *= extent
+    return (
+        buffer.node.get_layout().is_contiguous()
+        and writer._body.get_write_expr(name) == contiguous
+        and all(
+            isinstance(user.node, SchedulerNode)
+            and user.node._body.get_read_expr(name) == contiguous
+            for user in buffer.users
+        )
+    )
+
+
+def _call_ranges(nest: Any) -> tuple[Any, ...]:
+    """The loop ranges of a fused loop nest: its reduction node's, where it has one."""
+    _, (group, reduction_group) = max(nest.get_nodes(), key=lambda x: int(x.is_reduction())).group
+    return (*group, *reduction_group)
 
 
 def _kind(kernel: Any) -> int:

@@ -14,17 +14,21 @@ in the order it picks. It makes the choice of Inductor's own peak-memory pass
 (``reorder_for_peak_memory``: the least estimated peak among the given order and three
 heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by the memory the
 generated code holds instead (``dagopt.io.inductor_codegen``: the graph's buffers with
-the C++ backend's kernel groups, kernel-local buffers, concatenation views and in-place
-updates, which neither Inductor's estimate nor the graph models), so Inductor's pass
-must be off (``kernel_order`` turns it off), or it would choose again by its own
-estimate: the pass returns the best of those four candidates, or dagopt's order when
-that is below it, by at least ``min_gain`` (a fraction, default 0).
+the C++ backend's kernel groups, kernel-local buffers, concatenation views, in-place
+updates and the wrapper's buffer pool, which neither Inductor's estimate nor the graph
+models), so Inductor's pass must be off (``kernel_order`` turns it off), or it would
+choose again by its own estimate. dagopt's order is the method's, or the best of those
+four candidates where that is lower, refined for ``refine_limit`` seconds by a local
+search on the generated code's memory (``dagopt.schedule.codegen_search``; 0 skips it);
+the pass returns it when it is below the best candidate by at least ``min_gain`` (a
+fraction, default 0), else that candidate.
 
 Each graph compiled gets a ``KernelOrderReport``: the peaks (by that model) of the given
-order, of the best of Inductor's candidates and of dagopt's order, whether dagopt's was kept,
-and which extern kernels were measured. ``kernel_order(...)`` is the context manager
-that installs a pass for the compiles in it (Inductor's peak-memory pass and FX graph
-cache off there: a cache hit would skip the pass). The measured peak of a compiled run
+order, of the best of Inductor's candidates, of the method's order and of dagopt's
+(refined) order, whether dagopt's was kept, and which extern kernels were measured.
+``kernel_order(...)`` is the context manager that installs a pass for the compiles in it
+(Inductor's peak-memory pass and FX graph cache off there: a cache hit would skip the
+pass). The measured peak of a compiled run
 is ``dagopt.integrations.torch_compile.measured_peak``.
 """
 
@@ -40,22 +44,25 @@ from dagopt.io.inductor import current_scheduler_graph
 from dagopt.io.inductor_codegen import codegen_memory
 from dagopt.progress import report
 from dagopt.schedule.base import get_solver, solve
+from dagopt.schedule.codegen_search import refine_order
 
 
 @dataclass(frozen=True)
 class KernelOrderReport:
     """One compiled graph: its kernels and graph nodes; the peak estimate (bytes, of the
     generated code's memory, ``dagopt.io.inductor_codegen``) of the order it was given,
-    of the best of Inductor's candidates (the given order and its three heuristics') and
-    of dagopt's order;
-    whether dagopt's was kept; how many extern kernels' workspaces were measured and
-    which could not be, with why; the seconds of dagopt's search and of measuring."""
+    of the best of Inductor's candidates (the given order and its three heuristics'), of
+    the method's order (``search_peak``) and of dagopt's order (refined); whether
+    dagopt's was kept; how many extern kernels' workspaces were measured and which could
+    not be, with why; the seconds of dagopt's search (the method's and the refinement)
+    and of measuring."""
 
     graph: str
     kernels: int
     nodes: int
     given_peak: int
     inductor_peak: int
+    search_peak: int
     dagopt_peak: int
     applied: bool
     measured_kernels: int
@@ -71,10 +78,11 @@ class KernelOrderReport:
 
 @dataclass
 class KernelOrderPass:
-    """Order Inductor's fused kernels with dagopt ``method`` (module docstring): its order
-    when below the best of Inductor's candidates by at least ``min_gain`` (a fraction),
-    else that best; extern kernels' workspaces measured and counted when
-    ``workspaces``. Every compiled graph appends a ``KernelOrderReport`` to ``reports``.
+    """Order Inductor's fused kernels with dagopt ``method`` for ``time_limit`` seconds,
+    refined for ``refine_limit`` seconds (module docstring): that order when below the
+    best of Inductor's candidates by at least ``min_gain`` (a fraction), else that best;
+    extern kernels' workspaces measured and counted when ``workspaces``. Every compiled
+    graph appends a ``KernelOrderReport`` to ``reports``.
     Inductor's own peak-memory pass must be off (``kernel_order`` turns it off): this
     pass makes its choice."""
 
@@ -84,12 +92,15 @@ class KernelOrderPass:
     options: dict[str, Any] = field(default_factory=dict)
     min_gain: float = 0.0
     workspaces: bool = True
+    refine_limit: float = 5.0
     reports: list[KernelOrderReport] = field(default_factory=list, compare=False)
 
     def __post_init__(self) -> None:
         get_solver(self.method).check_options(self.options)
         if not 0.0 <= self.min_gain < 1.0:
             raise InputError(f"min_gain must be in [0, 1), got {self.min_gain}")
+        if self.refine_limit < 0:
+            raise InputError(f"refine_limit must be at least 0 seconds, got {self.refine_limit}")
 
     def __call__(self, kernels: Sequence[Any]) -> list[Any]:
         import torch._inductor.config as inductor_config
@@ -112,13 +123,21 @@ class KernelOrderPass:
         schedule = solve(
             sched.graph, self.method, seed=self.seed, time_limit=self.time_limit, **self.options
         )
-        seconds = time.perf_counter() - began
-        ordered = sched.kernels_in_order(schedule.order)
+        searched = sched.indices(sched.kernels_in_order(schedule.order))
         candidates = _inductor_orders(kernels, sched)
         memory = codegen_memory(sched)
         peaks = [memory.peak(sched.indices(order)) for order in candidates]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
-        dagopt_peak = memory.peak(sched.indices(ordered))
+        search_peak = memory.peak(searched)
+        start = searched if search_peak <= peaks[best] else sched.indices(candidates[best])
+        refined, dagopt_peak = refine_order(
+            memory,
+            sched.kernel_predecessors,
+            start,
+            time_limit=self.refine_limit,
+            seed=self.seed,
+        )
+        seconds = time.perf_counter() - began
         applied = dagopt_peak < peaks[best] and dagopt_peak <= (1.0 - self.min_gain) * peaks[best]
         self.reports.append(
             KernelOrderReport(
@@ -127,6 +146,7 @@ class KernelOrderPass:
                 nodes=sched.graph.num_nodes,
                 given_peak=peaks[0],
                 inductor_peak=peaks[best],
+                search_peak=search_peak,
                 dagopt_peak=dagopt_peak,
                 applied=applied,
                 measured_kernels=len(measured.bytes) if measured else 0,
@@ -135,7 +155,7 @@ class KernelOrderPass:
                 workspace_seconds=workspace_seconds,
             )
         )
-        return ordered if applied else candidates[best]
+        return [sched.kernels[k] for k in refined] if applied else candidates[best]
 
 
 @contextlib.contextmanager
@@ -146,6 +166,7 @@ def kernel_order(
     seed: int | None = 0,
     min_gain: float = 0.0,
     workspaces: bool = True,
+    refine_limit: float = 5.0,
     **options: Any,
 ) -> Iterator[KernelOrderPass]:
     """Install a ``KernelOrderPass`` for the ``torch.compile`` compiles inside the
@@ -154,7 +175,9 @@ def kernel_order(
     first call: call it inside."""
     import torch._inductor.config as inductor_config
 
-    order_pass = KernelOrderPass(method, time_limit, seed, dict(options), min_gain, workspaces)
+    order_pass = KernelOrderPass(
+        method, time_limit, seed, dict(options), min_gain, workspaces, refine_limit
+    )
     with inductor_config.patch(
         _post_fusion_custom_pass=order_pass, reorder_for_peak_memory=False, fx_graph_cache=False
     ):
