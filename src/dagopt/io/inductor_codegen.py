@@ -201,24 +201,27 @@ class CodegenMemory:
         pooled buffer has that buffer's memory."""
         flushed_at = np.full(int(segment.max(initial=-1)) + 1, -1, dtype=np.int64)
         np.maximum.at(flushed_at, segment, position)
-        allocating: dict[int, int] = {}  # root -> the kernel whose code allocates it
-        for s in np.flatnonzero(self.allocator >= 0):
-            root, kernel = owner[s], self.allocator[s]
-            if root not in allocating or position[kernel] < position[allocating[root]]:
-                allocating[root] = kernel
-        lines = [
-            (segment[kernel], 0, position[kernel], root)
-            for root, kernel in allocating.items()
-            if self.takes[root]
-        ]
-        for s in np.flatnonzero(self.gives & ~self.kept):
-            if s not in consumed:
-                used = segment[self.readers[s]] if len(self.readers[s]) else ()
-                lines.append((max(segment[self.allocator[s]], *used), 1, 0, s))
+        made = np.flatnonzero(self.allocator >= 0)
+        allocated_at = np.full(len(owner), len(position), dtype=np.int64)  # per root
+        np.minimum.at(allocated_at, owner[made], position[self.allocator[made]])
+        taking = np.flatnonzero(self.takes & (allocated_at < len(position)))
+        order = np.empty_like(position)
+        order[position] = np.arange(len(position))
+        storages, kernels = self._reads
+        last = np.where(self.allocator >= 0, segment[self.allocator], 0)
+        np.maximum.at(last, storages, segment[kernels])
+        giving = np.flatnonzero(self.gives & ~self.kept)
+        giving = giving[~np.isin(giving, list(consumed))]
+        calls = np.concatenate([segment[order[allocated_at[taking]]], last[giving]])
+        phases = np.repeat([0, 1], [len(taking), len(giving)])
+        steps_of = np.concatenate([allocated_at[taking], np.zeros(len(giving), dtype=np.int64)])
+        subjects = np.concatenate([taking, giving])
+        lines = np.lexsort((subjects, steps_of, phases, calls))
         steps = self.estimate.steps(position)
         ceiling = steps.max()
         pool: dict[int, list[tuple[int, int]]] = {}
-        for call, is_free, step, s in sorted(lines):
+        for line in lines.tolist():
+            call, is_free, step, s = calls[line], phases[line], steps_of[line], subjects[line]
             key = self.reuse_keys[s]
             if is_free:
                 pool.setdefault(key, []).append((s, flushed_at[call]))

@@ -12,6 +12,7 @@ estimate for any order; ``inductor_estimate(sched)`` reads them off a
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -38,10 +39,18 @@ class InductorEstimate:
         delta = np.zeros(len(self.allocs) + 1, dtype=np.int64)
         np.add.at(delta, position, self.allocs)
         delta[0] += self.inputs
-        for size, maker, users in zip(self.frees, self.makers, self.users, strict=True):
-            end = position[users].max() if len(users) else position[maker]
-            delta[end + 1] -= size
+        buffers, users = self._reads
+        end = np.where(self.makers >= 0, position[self.makers], -1)
+        np.maximum.at(end, buffers, position[users])
+        np.add.at(delta, end + 1, -self.frees)
         return np.cumsum(delta)
+
+    @cached_property
+    def _reads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (freed buffer, kernel reading it) pair, as two flat arrays."""
+        buffers = np.repeat(np.arange(len(self.users)), [len(u) for u in self.users])
+        users = np.concatenate([np.zeros(0, dtype=np.int64), *self.users]).astype(np.int64)
+        return buffers, users
 
 
 def inductor_estimate(sched: SchedulerGraph) -> InductorEstimate:
