@@ -9,7 +9,8 @@ order and moves one kernel at a time, keeping each move after which the generate
 code's peak (``CodegenMemory.profile``) does not grow, so it also walks along plateaus:
 the kernel is drawn from the calls at the peak and ``window`` kernels either side of
 them, its new place uniformly from where its predecessors and successors let it go.
-It stops after ``time_limit`` seconds or ``moves`` moves drawn, whichever comes first.
+It stops after ``time_limit`` seconds, ``moves`` moves drawn, or ``PATIENCE`` moves drawn
+in a row without lowering the peak, whichever comes first.
 """
 
 import time
@@ -22,6 +23,8 @@ from dagopt.io.inductor_codegen import CodegenMemory
 
 #: Kernels either side of the calls at the peak that a move may take.
 WINDOW = 16
+#: Moves drawn in a row without lowering the peak after which the search stops.
+PATIENCE = 2000
 
 
 def refine_order(
@@ -48,22 +51,22 @@ def refine_order(
         for u in before:
             successors[u].append(k)
     order = np.asarray(order, dtype=np.int64)
+    if len(order) < 2:
+        return order, memory.peak(order)
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     profile = memory.profile(order)
     peak = int(profile.max(initial=0))
+    low, high = _around_peak(memory, order, profile, peak, window)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    done = 0
-    while len(order) > 1 and (moves is None or done < moves):
+    done = since_lower = 0
+    while (moves is None or done < moves) and since_lower < PATIENCE:
         if deadline is not None and time.perf_counter() >= deadline:
             break
-        calls = memory.segments(order)[order]
-        at_peak = np.flatnonzero(profile[calls] == peak)
-        low = max(int(at_peak[0]) - window, 0)
-        high = min(int(at_peak[-1]) + window, len(order) - 1)
         i = int(rng.integers(low, high + 1))
         k = int(order[i])
         done += 1
+        since_lower += 1
         earliest = max((position[u] for u in predecessors[k]), default=-1) + 1
         latest = min((position[v] for v in successors[k]), default=len(order)) - 1
         if latest <= earliest:
@@ -75,6 +78,17 @@ def refine_order(
         moved_profile = memory.profile(moved)
         moved_peak = int(moved_profile.max(initial=0))
         if moved_peak <= peak:
+            since_lower = 0 if moved_peak < peak else since_lower
             order, profile, peak = moved, moved_profile, moved_peak
             position[order] = np.arange(len(order))
+            low, high = _around_peak(memory, order, profile, peak, window)
     return order, peak
+
+
+def _around_peak(
+    memory: CodegenMemory, order: np.ndarray, profile: np.ndarray, peak: int, window: int
+) -> tuple[int, int]:
+    """The positions from ``window`` before the first kernel of a call at the peak to
+    ``window`` after the last."""
+    at_peak = np.flatnonzero(profile[memory.segments(order)[order]] == peak)
+    return max(int(at_peak[0]) - window, 0), min(int(at_peak[-1]) + window, len(order) - 1)
