@@ -24,7 +24,9 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
   (``dagopt.graph.shares``: named ``<kernel>.<j>``, node data ``share`` = ``j`` >= 1,
   ``mem`` the buffer's bytes) has the kernel's predecessors, precedes the kernel and is
   read by the buffer's readers; it holds the buffer's lifetime. A kernel's order
-  edges (Inductor's ``succ_nodes``, which include order-only dependencies) join mem-0
+  edges (Inductor's ``succ_nodes``, which include order-only dependencies, and the
+  orders of buffer mutations, which those miss: a kernel mutating a buffer in place runs
+  after the readers of its old value and before those of its new one) join mem-0
   kernel nodes, so they keep no buffer alive. The outputs of a multi-output kernel
   (``MultiOutputLayout``: Inductor allocates them all when the kernel runs) are storages
   of that kernel, each read also by the kernel's ``MultiOutput`` nodes (which take the
@@ -214,6 +216,7 @@ def scheduler_graph(
                 )
             storages[id(owner)].append(buffer)
     views = _concatenation_views(storages)
+    mutations = _mutation_orders(kernels)
     kernel_nodes, storage_nodes = [], []
     for kernel in kernels:
         name_of = kernel.get_name()
@@ -237,7 +240,9 @@ def scheduler_graph(
         storage_nodes.append(tuple(nodes))
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
-    builder.connect(kernels, storages, storage_nodes, multi.extractors, freeable, outputs, views)
+    builder.connect(
+        kernels, storages, storage_nodes, multi.extractors, freeable, outputs, views, mutations
+    )
     return SchedulerGraph(
         graph=builder.graph(name),
         kernels=tuple(kernels),
@@ -273,6 +278,31 @@ def _concatenation_views(storages: dict[int, list[Any]]) -> dict[int, Any]:
             if isinstance(layout, NonOwningLayout) and layout.view.get_name() in by_name:
                 views[id(buffer)] = by_name[layout.view.get_name()]
     return views
+
+
+def _mutation_orders(kernels: Sequence[Any]) -> list[tuple[Any, Any]]:
+    """(before, after) pairs of kernels that a buffer mutation orders and Inductor's
+    memory-planning dependencies (``succ_nodes``) leave out: a kernel that mutates a
+    buffer in place (a scatter-add into zeros, say) runs after every kernel reading the
+    buffer's old value and before every kernel reading its new one, as Inductor's own
+    transitive dependencies (``ancestors``) say."""
+    mutators: dict[str, list[Any]] = {}
+    for kernel in kernels:
+        for buffer in kernel.get_outputs():
+            for name in buffer.node.get_mutation_names():
+                mutators.setdefault(name, []).append(kernel)
+    pairs = []
+    for kernel in kernels:
+        touched = {dep.name for dep in kernel.read_writes.reads_and_writes()}
+        for name in touched & mutators.keys():
+            for mutator in mutators[name]:
+                if mutator is kernel:
+                    continue
+                if mutator.get_operation_names() & kernel.ancestors:
+                    pairs.append((mutator, kernel))
+                elif kernel.get_operation_names() & mutator.ancestors:
+                    pairs.append((kernel, mutator))
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -354,9 +384,11 @@ class _Builder:
         freeable: dict[str, Any],
         outputs: Any,
         views: dict[int, Any],
+        mutations: Sequence[tuple[Any, Any]],
     ) -> None:
         """Edges (module docstring): inputs -> ``<inputs>`` -> every kernel and storage;
-        order edges between kernels; storage (``storage_nodes[i]``, the workspace among
+        order edges between kernels (Inductor's ``succ_nodes`` and ``mutations``'
+        pairs); storage (``storage_nodes[i]``, the workspace among
         them) -> its kernel; a buffer's storage -> its readers and the ``MultiOutput``
         nodes of its kernel's tuple; a concatenation's output -> the kernels writing
         into it and their views' readers (and not from its own kernel's
@@ -364,6 +396,8 @@ class _Builder:
         final = len(self.names) - 1  # <outputs>, the last node added
         targets = {self.index[id(t)] for t in views.values()}
         in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
+        for before, after in mutations:
+            in_edges[self.index[id(after)]].append(self.index[id(before)])
         for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]
             for succ in kernel.mpi_node.succ_nodes:
