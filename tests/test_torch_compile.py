@@ -242,16 +242,10 @@ def test_the_graph_keeps_every_dependency_inductor_has_mutations_included():
     def record(kernels):
         sched = current_scheduler_graph(kernels)
         index = {op: k for k, kernel in enumerate(kernels) for op in kernel.get_operation_names()}
-        preds = sched.kernel_predecessors
+        reaches = sched.graph.closure_matrix[np.ix_(sched.kernel_nodes, sched.kernel_nodes)]
         for k, kernel in enumerate(kernels):
-            reached, todo = set(), list(preds[k])
-            while todo:
-                u = int(todo.pop())
-                if u not in reached:
-                    reached.add(u)
-                    todo.extend(preds[u])
             needed = {index[op] for op in kernel.ancestors if op in index} - {k}
-            missing.extend(needed - reached)
+            missing.extend(u for u in needed if not reaches[u, k])
         return kernels
 
     module, inputs = upsampled_step()

@@ -99,8 +99,13 @@ class SchedulerGraph:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
         storages, ``<inputs>`` and ``<outputs>`` are dropped (a kernel allocates its
         storages when it runs)."""
+        return [self.kernels[k] for k in self.kernel_indices(order)]
+
+    def kernel_indices(self, order: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The indices in ``kernels`` of the kernels of ``order`` (node indices of
+        ``graph``), in its order (``kernels_in_order``'s, as indices)."""
         picked = self.kernel_of[np.asarray(order, dtype=np.int64)]
-        return [self.kernels[k] for k in picked[picked >= 0]]
+        return picked[picked >= 0]
 
     @cached_property
     def position(self) -> dict[int, int]:

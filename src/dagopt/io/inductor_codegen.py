@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from dagopt.io.inductor import OUTPUTS_NODE, SchedulerGraph
-from dagopt.io.inductor_estimate import InductorEstimate, inductor_estimate
+from dagopt.io.inductor_estimate import InductorEstimate, flat_pairs, inductor_estimate
 
 #: Kernel kinds: a generated kernel (joins the C++ group), one called on its own (extern,
 #: template, a generated kernel on another device), a no-op.
@@ -135,17 +135,18 @@ class CodegenMemory:
         return int(self.profile(order).max(initial=0))
 
     def profile(self, order: Sequence[int] | np.ndarray) -> np.ndarray:
-        """Bytes the generated code holds during each of its calls (``segments``) when it
-        runs the kernels in ``order``: the buffers allocated up to the call and not freed
-        before it, and its extern kernel's workspace."""
+        """Per position of ``order`` (kernel indices, run in that order), the bytes the
+        generated code holds during the call (``segments``) its kernel is part of: the
+        buffers allocated up to the call and not freed before it, and its extern kernel's
+        workspace."""
         order = np.asarray(order, dtype=np.int64)
         position = np.empty(len(self.kinds), dtype=np.int64)
         position[order] = np.arange(len(order))
         segment = self.segments(order)
-        owner, consumed = self._after_in_place(order, position)
-        owner = self._after_reuse(position, segment, owner, consumed)
-        calls = int(segment.max(initial=-1)) + 1
         made = np.where(self.allocator >= 0, segment[self.allocator], 0)  # an input: from 0
+        owner, consumed = self._after_in_place(order, position)
+        owner = self._after_reuse(order, position, segment, made, owner, consumed)
+        calls = int(segment.max(initial=-1)) + 1
         first = np.full(len(self.sizes), calls, dtype=np.int64)
         np.minimum.at(first, owner, made)
         last = np.full(len(self.sizes), -1, dtype=np.int64)
@@ -162,15 +163,12 @@ class CodegenMemory:
         workspace = np.zeros(calls, dtype=np.int64)
         np.maximum.at(workspace, segment, self.workspaces)
         held = np.cumsum(allocated) - np.cumsum(freed) + freed  # frees come after the call
-        return held + workspace
+        return (held + workspace)[segment[order]]
 
     @cached_property
     def _reads(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (storage, kernel reading it) pair, as two flat arrays."""
-        counts = [len(r) for r in self.readers]
-        storages = np.repeat(np.arange(len(self.readers)), counts)
-        kernels = np.concatenate([np.zeros(0, dtype=np.int64), *self.readers]).astype(np.int64)
-        return storages, kernels
+        return flat_pairs(self.readers)
 
     def _after_in_place(
         self, order: np.ndarray, position: np.ndarray
@@ -193,22 +191,27 @@ class CodegenMemory:
         return owner, taken
 
     def _after_reuse(
-        self, position: np.ndarray, segment: np.ndarray, owner: np.ndarray, consumed: set[int]
+        self,
+        order: np.ndarray,
+        position: np.ndarray,
+        segment: np.ndarray,
+        made: np.ndarray,
+        owner: np.ndarray,
+        consumed: set[int],
     ) -> np.ndarray:
         """``owner`` after the buffer pool (module docstring): the wrapper's lines in order,
         per call (``segments``) the allocations of its kernels, then the frees after it,
         each free at the step of the call's last kernel; an allocation that takes a
-        pooled buffer has that buffer's memory."""
+        pooled buffer has that buffer's memory. ``made``: per storage, the call that
+        allocates it."""
         flushed_at = np.full(int(segment.max(initial=-1)) + 1, -1, dtype=np.int64)
         np.maximum.at(flushed_at, segment, position)
-        made = np.flatnonzero(self.allocator >= 0)
+        allocated = np.flatnonzero(self.allocator >= 0)
         allocated_at = np.full(len(owner), len(position), dtype=np.int64)  # per root
-        np.minimum.at(allocated_at, owner[made], position[self.allocator[made]])
+        np.minimum.at(allocated_at, owner[allocated], position[self.allocator[allocated]])
         taking = np.flatnonzero(self.takes & (allocated_at < len(position)))
-        order = np.empty_like(position)
-        order[position] = np.arange(len(position))
         storages, kernels = self._reads
-        last = np.where(self.allocator >= 0, segment[self.allocator], 0)
+        last = made.copy()
         np.maximum.at(last, storages, segment[kernels])
         giving = np.flatnonzero(self.gives & ~self.kept)
         giving = giving[~np.isin(giving, list(consumed))]

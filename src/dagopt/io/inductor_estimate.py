@@ -11,6 +11,7 @@ estimate for any order; ``inductor_estimate(sched)`` reads them off a
 ``SchedulerGraph``.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -48,9 +49,15 @@ class InductorEstimate:
     @cached_property
     def _reads(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (freed buffer, kernel reading it) pair, as two flat arrays."""
-        buffers = np.repeat(np.arange(len(self.users)), [len(u) for u in self.users])
-        users = np.concatenate([np.zeros(0, dtype=np.int64), *self.users]).astype(np.int64)
-        return buffers, users
+        return flat_pairs(self.users)
+
+
+def flat_pairs(groups: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Every (group index, member) pair of ``groups`` (arrays of kernel indices), as two
+    flat ``int64`` arrays."""
+    index = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    members = np.concatenate([np.zeros(0, dtype=np.int64), *groups]).astype(np.int64)
+    return index, members
 
 
 def inductor_estimate(sched: SchedulerGraph) -> InductorEstimate:

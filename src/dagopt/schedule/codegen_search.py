@@ -57,7 +57,7 @@ def refine_order(
     position[order] = np.arange(len(order))
     profile = memory.profile(order)
     peak = int(profile.max(initial=0))
-    low, high = _around_peak(memory, order, profile, peak, window)
+    low, high = _around_peak(profile, peak, window)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     done = since_lower = 0
     while (moves is None or done < moves) and since_lower < PATIENCE:
@@ -81,14 +81,12 @@ def refine_order(
             since_lower = 0 if moved_peak < peak else since_lower
             order, profile, peak = moved, moved_profile, moved_peak
             position[order] = np.arange(len(order))
-            low, high = _around_peak(memory, order, profile, peak, window)
+            low, high = _around_peak(profile, peak, window)
     return order, peak
 
 
-def _around_peak(
-    memory: CodegenMemory, order: np.ndarray, profile: np.ndarray, peak: int, window: int
-) -> tuple[int, int]:
+def _around_peak(profile: np.ndarray, peak: int, window: int) -> tuple[int, int]:
     """The positions from ``window`` before the first kernel of a call at the peak to
-    ``window`` after the last."""
-    at_peak = np.flatnonzero(profile[memory.segments(order)[order]] == peak)
-    return max(int(at_peak[0]) - window, 0), min(int(at_peak[-1]) + window, len(order) - 1)
+    ``window`` after the last (``profile``: ``CodegenMemory.profile``, per position)."""
+    at_peak = np.flatnonzero(profile == peak)
+    return max(int(at_peak[0]) - window, 0), min(int(at_peak[-1]) + window, len(profile) - 1)

@@ -123,7 +123,7 @@ class KernelOrderPass:
         schedule = solve(
             sched.graph, self.method, seed=self.seed, time_limit=self.time_limit, **self.options
         )
-        searched = sched.indices(sched.kernels_in_order(schedule.order))
+        searched = sched.kernel_indices(schedule.order)
         candidates = _inductor_orders(kernels, sched)
         memory = codegen_memory(sched)
         peaks = [memory.peak(sched.indices(order)) for order in candidates]
