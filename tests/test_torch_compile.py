@@ -18,7 +18,7 @@ from dagopt.bench.compiled import compiled_run
 from dagopt.cli.main import app
 from dagopt.errors import GraphError, InputError
 from dagopt.graph.shares import SHARE_KEY
-from dagopt.integrations.extern_kernels import extern_workspaces
+from dagopt.integrations.extern_kernels import PROFILER_RUNNING, extern_workspaces
 from dagopt.integrations.torch_compile import measured_peak, training_step, transient_bytes
 from dagopt.io.inductor import INPUTS_NODE, OUTPUTS_NODE, current_scheduler_graph
 from dagopt.objectives import peak_memory
@@ -374,6 +374,40 @@ def test_measured_peak_counts_live_cpu_bytes():
         return b, c
 
     assert measured_peak(run) == 6000
+
+
+def test_measured_peak_refuses_to_run_inside_a_profiler_session():
+    with (
+        torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
+        pytest.raises(RuntimeError, match="profiler session is already running"),
+    ):
+        measured_peak(lambda: torch.empty(100))
+
+
+def test_measured_peak_fails_when_a_profiler_inside_the_run_ends_its_session():
+    def run():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            pass
+        return torch.empty(100)
+
+    with pytest.raises(RuntimeError, match="session ended during the measured call"):
+        measured_peak(run)
+
+
+def test_a_first_call_compiles_inside_measured_peak_without_measuring_extern_kernels():
+    """The pass measures extern kernels with the profiler, which would end
+    ``measured_peak``'s session (a peak of 0 before): it leaves them unmeasured there."""
+    x = torch.randn(8, 4)
+    torch._dynamo.reset()
+    with kernel_order("lpmf", refine_limit=0) as order_pass:
+        compiled = torch.compile(sort_then_matmul)
+        first = measured_peak(functools.partial(compiled, x))
+        second = measured_peak(functools.partial(compiled, x))
+    torch._dynamo.reset()
+    [report] = order_pass.reports
+    assert report.measured_kernels == 0 and report.unmeasured
+    assert {why for _, why in report.unmeasured} == {PROFILER_RUNNING}
+    assert first >= second > 0
 
 
 def test_pass_keeps_inductors_order_below_its_min_gain(gpt2_runs):

@@ -16,14 +16,19 @@ How much a kernel allocates can depend on the process's thread settings and cach
 is measured in the process that compiles, and so runs, the code. Calls of the same
 signature run once. A kernel whose call cannot be rebuilt or raises, or that runs on a
 device other than the CPU (the measurement reads the CPU allocator), is listed in
-``ExternWorkspaces.unmeasured`` with the reason.
+``ExternWorkspaces.unmeasured`` with the reason; so is every extern kernel of a graph
+compiled while a PyTorch profiler session runs (a code's first call measured by
+``measured_peak``, say), which a measurement would end.
 """
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dagopt.integrations.torch_compile import transient_bytes
+from dagopt.integrations.torch_compile import profiler_running, transient_bytes
+
+#: Why nothing is measured while a profiler session runs.
+PROFILER_RUNNING = "a PyTorch profiler session is running, which a measurement would end"
 
 
 @dataclass(frozen=True)
@@ -47,9 +52,16 @@ def extern_workspaces(kernels: Sequence[Any]) -> ExternWorkspaces:
     failures: dict[tuple, str] = {}
     signature_of: dict[str, tuple] = {}
     unmeasured: list[tuple[str, str]] = []
-    for kernel in kernels:
-        if not isinstance(kernel, ExternKernelSchedulerNode) or kernel.node.op_overload is None:
-            continue  # a generated kernel, or an extern node that calls nothing (MultiOutput)
+    # not a generated kernel, nor an extern node that calls nothing (MultiOutput)
+    externs = [
+        kernel
+        for kernel in kernels
+        if isinstance(kernel, ExternKernelSchedulerNode) and kernel.node.op_overload is not None
+    ]
+    if profiler_running():
+        unmeasured = [(kernel.get_name(), PROFILER_RUNNING) for kernel in externs]
+        return ExternWorkspaces(bytes={}, unmeasured=tuple(unmeasured))
+    for kernel in externs:
         name = kernel.get_name()
         try:
             op, args, kwargs = _aten_call(kernel.node)

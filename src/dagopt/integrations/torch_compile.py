@@ -9,7 +9,10 @@ memory live during the run beyond what was live before it: the allocator's own
 account, every tensor of the run included (Inductor's buffers, extern kernels' outputs,
 autograd's saved tensors and gradients). ``transient_bytes(prepared)`` measures, the same
 way, what each of several calls allocates and frees again before it returns (what
-``dagopt.integrations.extern_kernels`` reads of Inductor's extern kernels).
+``dagopt.integrations.extern_kernels`` reads of Inductor's extern kernels). The profiler
+runs one session at a time, and a session started inside another ends both: each
+measurement refuses to start while one runs (``profiler_running``) and checks that its
+session saw the whole run, so a cut session is an error, never a peak of 0.
 
 ``training_step(module, inputs)`` is the step ``graph_from_module(mode="training")``
 traces (``eager_training_step``: ``TrainingLoss``, the sum of the outputs, then
@@ -27,8 +30,11 @@ from dagopt.io.torch import TrainingLoss
 def measured_peak(run: Callable[[], Any]) -> int:
     """Peak bytes of CPU memory live during ``run()`` above what was live before it, by
     the allocator's reports to the PyTorch profiler (module docstring)."""
-    with _memory_profiler() as profiler:
+    import torch
+
+    with _memory_profiler() as profiler, torch.profiler.record_function(_WHOLE_RUN):
         run()
+    _check_recorded(profiler, [_WHOLE_RUN])
     live = peak = 0
     for _, nbytes in _cpu_memory_events(profiler):
         live += nbytes
@@ -51,12 +57,7 @@ def transient_bytes(prepared: Sequence[Callable[[], Callable[[], Any]]]) -> list
             with torch.profiler.record_function(name):
                 result = call()
             del result, call
-    wanted = set(names)
-    windows = {
-        event.name(): (event.start_ns(), event.start_ns() + event.duration_ns())
-        for event in profiler.profiler.kineto_results.events()
-        if event.name() in wanted
-    }
+    windows = _check_recorded(profiler, names)
     events = _cpu_memory_events(profiler)
     times = [time_ns for time_ns, _ in events]
     transients = []
@@ -70,12 +71,48 @@ def transient_bytes(prepared: Sequence[Callable[[], Callable[[], Any]]]) -> list
     return transients
 
 
+#: The ``record_function`` window around ``measured_peak``'s run.
+_WHOLE_RUN = "dagopt.measured_peak"
+
+
+def profiler_running() -> bool:
+    """Whether a PyTorch profiler session is running in this process (one of dagopt's
+    measurements or the user's own)."""
+    import torch
+
+    return torch._C._autograd._profiler_enabled()
+
+
 def _memory_profiler() -> Any:
     import torch
 
+    if profiler_running():
+        raise RuntimeError(
+            "cannot measure memory: a PyTorch profiler session is already running, and "
+            "a second one would end it (measure outside the profiler)"
+        )
     return torch.profiler.profile(
         activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True
     )
+
+
+def _check_recorded(profiler: Any, names: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``(start ns, end ns)`` of each ``record_function`` window ``names`` in the
+    profiler's results; ``RuntimeError`` where one is missing: the session ended before
+    it closed (a profiler started and stopped inside it), so its memory events are
+    incomplete."""
+    windows = {
+        event.name(): (event.start_ns(), event.start_ns() + event.duration_ns())
+        for event in profiler.profiler.kineto_results.events()
+        if event.name() in names
+    }
+    missing = [name for name in names if name not in windows]
+    if missing:
+        raise RuntimeError(
+            f"the PyTorch profiler session ended during the measured call {missing[0]!r} "
+            "(a profiler ran inside it): its memory is unknown"
+        )
+    return windows
 
 
 def _cpu_memory_events(profiler: Any) -> list[tuple[int, int]]:
