@@ -3,6 +3,7 @@
     python benchmarks/compiled_training.py                    # the 11 zoo models, 10 s
     python benchmarks/compiled_training.py --models gpt2 t5-small --time-limit 5
     python benchmarks/compiled_training.py --mode inference
+    python benchmarks/compiled_training.py --models resnet-50 --channels-last
 
 Each zoo model (small size, random weights, dropout as configured) is compiled by
 ``torch.compile`` on the CPU twice (``dagopt.bench.compiled.compiled_run``): by Inductor
@@ -19,8 +20,14 @@ which keeps the least estimated peak of dagopt's order and Inductor's own heuris
   the memory the generated code holds, extern kernels' workspaces included) of the
   best order of Inductor's heuristics and of dagopt's order, per graph, the latter
   starred where it was kept (below the former by at least ``--min-gain``, default 0);
-- measured peaks (``measured_peak``: the CPU allocator's live bytes over one whole run,
+- measured peaks (``peak_site``: the CPU allocator's live bytes over one whole run,
   gradients set to ``None`` first) of the two compiled models, and the change;
+- ``peak in``: where each run was at its peak (``REGIONS`` of
+  ``dagopt.integrations.torch_compile``: gradient accumulation, the backward graph,
+  another compiled graph, outside them), and ``gradient copies``: how many gradients
+  autograd copied into their parameters' layouts in Inductor's run, their MB and the
+  largest's (``--channels-last`` converts the model's 4-d weights to channels-last
+  first, the layout in which Inductor returns convolution weights' gradients);
 - ``diff dagopt / rerun``: the largest difference of dagopt's gradients (outputs, in
   inference) from Inductor's, relative to the largest entry, beside that of Inductor's
   from a rerun of itself (each run after ``torch.manual_seed(0)``, so dropout draws the
@@ -51,6 +58,8 @@ HEADER = (
     "measured Inductor MB",
     "measured dagopt MB",
     "change %",
+    "peak in Inductor / dagopt",
+    "gradient copies: count / MB / largest MB",
     "diff dagopt / rerun",
     "compile s Inductor / dagopt",
     "run s Inductor / dagopt",
@@ -62,6 +71,10 @@ def _row(name: str, args) -> tuple[list[str], float]:
     from dagopt.zoo import get_model
 
     module, inputs = get_model(name).build("small")
+    if args.channels_last:
+        import torch
+
+        module.to(memory_format=torch.channels_last)
     common = {"mode": args.mode, "repeats": args.repeats}
     alone = compiled_run(module, inputs, **common)
     ordered = compiled_run(
@@ -77,14 +90,17 @@ def _row(name: str, args) -> tuple[list[str], float]:
     )
     reports = ordered.reports
     change = 100 * (ordered.peak / alone.peak - 1)
+    copies = alone.site.gradient_copies
     cells = [
-        f"{name} ({args.mode})",
+        f"{name} ({args.mode}{', channels-last' * args.channels_last})",
         " / ".join(str(r.kernels) for r in reports),
         " / ".join(f"{r.inductor_peak / 1e6:.3f}" for r in reports),
         " / ".join(f"{r.dagopt_peak / 1e6:.3f}{'*' * r.applied}" for r in reports),
         f"{alone.peak / 1e6:.3f}",
         f"{ordered.peak / 1e6:.3f}",
         f"{change:+.2f}",
+        f"{alone.site.region} / {ordered.site.region}",
+        f"{len(copies)} / {sum(copies) / 1e6:.3f} / {max(copies, default=0) / 1e6:.3f}",
         f"{relative_difference(ordered.results, alone.results):.1e} / {alone.rerun_difference:.1e}",
         f"{alone.compile_seconds:.1f} / {ordered.compile_seconds:.1f}",
         f"{alone.run_seconds:.3f} / {ordered.run_seconds:.3f}",
@@ -111,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds per graph of the local search on the generated code's memory (0: none)",
     )
     parser.add_argument(
+        "--channels-last",
+        action="store_true",
+        help="convert the model's 4-d weights to channels-last first",
+    )
+    parser.add_argument(
         "--no-workspaces",
         dest="workspaces",
         action="store_false",
@@ -122,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
     get_solver(args.method)
     print(markdown_row(list(HEADER)))
-    print(markdown_rule("ll" + "r" * (len(HEADER) - 2)))
+    print(markdown_rule("ll" + "r" * 5 + "ll" + "r" * (len(HEADER) - 9)))
     changes = []
     for name in args.models:
         row, change = _row(name, args)

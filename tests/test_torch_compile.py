@@ -19,7 +19,12 @@ from dagopt.cli.main import app
 from dagopt.errors import GraphError, InputError
 from dagopt.graph.shares import SHARE_KEY
 from dagopt.integrations.extern_kernels import PROFILER_RUNNING, extern_workspaces
-from dagopt.integrations.torch_compile import measured_peak, training_step, transient_bytes
+from dagopt.integrations.torch_compile import (
+    measured_peak,
+    peak_site,
+    training_step,
+    transient_bytes,
+)
 from dagopt.io.inductor import INPUTS_NODE, OUTPUTS_NODE, current_scheduler_graph
 from dagopt.objectives import peak_memory
 from dagopt.schedule.compiled import KernelOrderPass, kernel_order
@@ -394,6 +399,56 @@ def test_measured_peak_fails_when_a_profiler_inside_the_run_ends_its_session():
         measured_peak(run)
 
 
+def small_convolutions(channels_last: bool) -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """Three 3 x 3 convolutions, their weights contiguous or channels-last."""
+    torch.manual_seed(0)
+    module = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 8, 3, padding=1),
+    )  # fmt: skip
+    if channels_last:
+        module.to(memory_format=torch.channels_last)
+    return module, (torch.randn(2, 3, 16, 16),)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_peak_site_counts_the_gradients_autograd_copies_into_their_weights_layout(channels_last):
+    """Inductor returns convolution weights' gradients channels-last; ``AccumulateGrad``
+    copies each into a contiguous weight's layout, not into a channels-last one's."""
+    module, inputs = small_convolutions(channels_last)
+    torch._dynamo.reset()
+    step = training_step(module, inputs)
+    step()
+    module.zero_grad(set_to_none=True)
+    site = peak_site(step)
+    torch._dynamo.reset()
+    weights = [4 * layer.weight.numel() for layer in module if isinstance(layer, nn.Conv2d)]
+    assert sorted(site.gradient_copies) == ([] if channels_last else sorted(weights))
+    assert site.region == "backward graph" and site.peak == measured_peak(step)
+
+
+def test_peak_site_says_where_the_run_was_at_its_peak():
+    """A 3 x 3 convolution's gradient, copied after the backward graph has returned the
+    1 x 1 one's (a larger gradient, in the same layout either way): the step's peak."""
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Conv2d(1024, 256, 1, bias=False), nn.Conv2d(256, 64, 3, bias=False))
+    inputs = (torch.randn(1, 1024, 3, 3),)
+    torch._dynamo.reset()
+    step = training_step(module, inputs)
+    step()
+    module.zero_grad(set_to_none=True)
+    at_copy = peak_site(step)
+    compiled = torch.compile(module)
+    with torch.no_grad():
+        compiled(*inputs)
+        inference = peak_site(lambda: compiled(*inputs))
+    torch._dynamo.reset()
+    assert at_copy.region == "gradient accumulation"
+    assert at_copy.gradient_copies == (4 * module[1].weight.numel(),)
+    assert inference.region == "compiled graph" and inference.gradient_copies == ()
+    assert peak_site(lambda: torch.empty(100)).region == "outside compiled graphs"
+
+
 def test_a_first_call_compiles_inside_measured_peak_without_measuring_extern_kernels():
     """The pass measures extern kernels with the profiler, which would end
     ``measured_peak``'s session (a peak of 0 before): it leaves them unmeasured there."""
@@ -440,10 +495,27 @@ def test_zoo_compile_prints_estimates_and_measured_peaks():
     lines = result.stdout.splitlines()
     assert lines[0].startswith("llama-small (small, inference), torch.compile on the CPU")
     assert "(inference): " in lines[1] and "extern workspaces measured), estimate of" in lines[1]
+    assert "MB (in compiled graph), with dagopt" in lines[2]
     measured = lines[2].split("measured peak: Inductor alone ")[1]
     alone, ordered = (float(x.split(" MB")[0]) for x in measured.split(", with dagopt "))
     assert 0 < ordered <= alone
     assert lines[3].startswith("results: largest difference from Inductor alone 0.0e+00")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_zoo_compile_shows_the_gradient_copies_a_channels_last_model_avoids(channels_last):
+    args = ["resnet-50", "--mode", "training", "--time-limit", "1", "--refine-limit", "0"]
+    args += ["--channels-last"] * channels_last
+    result = CliRunner().invoke(app, ["zoo", "compile", *args])
+    assert result.exit_code == 0, result.output
+    copies = [line for line in result.stdout.splitlines() if "gradient accumulation copied" in line]
+    measured = next(line for line in result.stdout.splitlines() if "measured peak" in line)
+    if channels_last:
+        assert copies == [] and "(in backward graph)" in measured
+    else:
+        assert copies[0].startswith("gradient accumulation copied 17 gradients")
+        assert "(in gradient accumulation)" in measured
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ order, each run for real on the CPU and measured (``benchmarks/compiled_training
 Each compile starts from a fresh Dynamo state with Inductor's FX graph cache off (a
 cache hit would skip the scheduler, and dagopt's pass with it). A run is the training
 step (``dagopt.integrations.torch_compile.training_step``) or, for inference, the
-compiled module under ``torch.no_grad()``; its measured peak is ``measured_peak`` of
-one run after the compiling one (gradients set to ``None`` first), and its results
+compiled module under ``torch.no_grad()``; its measured peak is ``peak_site`` of one
+run after the compiling one (gradients set to ``None`` first: the peak, where the run
+was then, and the gradients autograd copied into their parameters' layouts), and its
+results
 (gradients, or outputs) are those of a further run after ``torch.manual_seed(0)``, so
 that random ops draw the same numbers; one more such run gives ``rerun_difference``:
 compiled CPU code is not always bitwise reproducible run to run, so
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagopt.errors import InputError
+from dagopt.integrations.torch_compile import PeakSite
 from dagopt.schedule.compiled import KernelOrderReport, kernel_order
 
 MODES = ("training", "inference")
@@ -29,17 +32,23 @@ MODES = ("training", "inference")
 
 @dataclass(frozen=True)
 class CompiledRun:
-    """One compiled model run: the measured peak (bytes), the results of a seeded run (the
-    gradients, or the outputs, as a list of tensors) and how far a second one differs
-    (``relative_difference``), the seconds of the first call (compiling) and the median
-    of the timed runs, and the pass's reports (none for Inductor alone)."""
+    """One compiled model run: the measured peak and where it was (``site``), the results
+    of a seeded run (the gradients, or the outputs, as a list of tensors) and how far a
+    second one differs (``relative_difference``), the seconds of the first call
+    (compiling) and the median of the timed runs, and the pass's reports (none for
+    Inductor alone)."""
 
-    peak: int
+    site: PeakSite
     results: list[Any]
     rerun_difference: float
     compile_seconds: float
     run_seconds: float
     reports: tuple[KernelOrderReport, ...]
+
+    @property
+    def peak(self) -> int:
+        """The measured peak, bytes."""
+        return self.site.peak
 
 
 def compiled_run(
@@ -82,7 +91,7 @@ def compiled_run(
             began = time.perf_counter()
             run()
             compile_seconds = time.perf_counter() - began
-            peak = _measured(module, run)
+            site = _measured(module, run)
             results = _seeded_results(module, run, mode)
             rerun_difference = relative_difference(_seeded_results(module, run, mode), results)
             seconds = [_timed(module, run) for _ in range(repeats)]
@@ -90,7 +99,7 @@ def compiled_run(
         torch._dynamo.reset()
         module.zero_grad(set_to_none=True)
     return CompiledRun(
-        peak=peak,
+        site=site,
         results=results,
         rerun_difference=rerun_difference,
         compile_seconds=compile_seconds,
@@ -126,11 +135,11 @@ def _runner(module: Any, inputs: Sequence[Any], mode: str) -> Any:
     return infer
 
 
-def _measured(module: Any, run: Any) -> int:
-    from dagopt.integrations.torch_compile import measured_peak
+def _measured(module: Any, run: Any) -> PeakSite:
+    from dagopt.integrations.torch_compile import peak_site
 
     module.zero_grad(set_to_none=True)
-    return measured_peak(run)
+    return peak_site(run)
 
 
 def _seeded_results(module: Any, run: Any, mode: str) -> list[Any]:

@@ -201,6 +201,13 @@ def compile_model(
             "memory after the method (0: none).",
         ),
     ] = 5.0,
+    channels_last: Annotated[
+        bool,
+        typer.Option(
+            help="Convert the model's 4-d weights to channels-last first, the layout in "
+            "which Inductor returns convolution weights' gradients.",
+        ),
+    ] = False,
 ) -> None:
     """Compile a zoo model with torch.compile on the CPU, by Inductor alone and with dagopt
     ordering its kernels, run both; print the estimates and the measured peaks.
@@ -209,7 +216,8 @@ def compile_model(
     generated code holds, the extern kernels' workspaces included) of the best of
     Inductor's own orders and of dagopt's (the method's, refined by a local search on that
     memory for --refine-limit seconds), kept when at least --min-gain below.
-    Measured: the CPU allocator's peak over one run (`docs/real_models.md`,
+    Measured: the CPU allocator's peak over one run and where the run was then, and the
+    gradients autograd copied into their parameters' layouts (`docs/real_models.md`,
     "torch.compile"); the results' largest difference is shown beside that of Inductor's
     own rerun."""
     from dagopt.bench.compiled import compiled_run, relative_difference
@@ -219,8 +227,12 @@ def compile_model(
 
     model = get_model(name)
     get_solver(method)  # an unknown name fails before the build starts
-    label = _label(name, size, mode, True, True)
+    label = _label(name, size, mode, True, True) + " channels-last" * channels_last
     (module, inputs), build_seconds = timed(f"building {label}", lambda: model.build(size.value))
+    if channels_last:
+        import torch
+
+        module.to(memory_format=torch.channels_last)
     alone, _ = timed(
         f"compiling {label} with Inductor alone",
         lambda: compiled_run(module, inputs, mode=mode.value),
@@ -257,8 +269,9 @@ def compile_model(
         )
     change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0
     lines += [
-        f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB, with dagopt "
-        f"{ordered.peak / 1e6:.3f} MB ({change:+.2f} %)",
+        f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB (in {alone.site.region}), "
+        f"with dagopt {ordered.peak / 1e6:.3f} MB (in {ordered.site.region}; {change:+.2f} %)",
+        *_gradient_copies(alone.site.gradient_copies),
         "results: largest difference from Inductor alone "
         f"{relative_difference(ordered.results, alone.results):.1e} (its own rerun: "
         f"{alone.rerun_difference:.1e})",
@@ -267,6 +280,17 @@ def compile_model(
     ]
     for line in lines:
         console.print(line, markup=False, highlight=False)
+
+
+def _gradient_copies(copies: tuple[int, ...]) -> list[str]:
+    """The line on the gradients autograd copied into their parameters' layouts, if any."""
+    if not copies:
+        return []
+    return [
+        f"gradient accumulation copied {len(copies)} gradients into their parameters' "
+        f"layouts: {sum(copies) / 1e6:.3f} MB, the largest {max(copies) / 1e6:.3f} MB, "
+        "while every gradient is held (--channels-last avoids those of convolution weights)"
+    ]
 
 
 def _label(name: str, size: Size, mode: Mode, split_outputs: bool, core_aten: bool) -> str:

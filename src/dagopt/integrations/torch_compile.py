@@ -21,6 +21,7 @@ traces (``eager_training_step``: ``TrainingLoss``, the sum of the outputs, then
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dagopt.integrations.torch import eager_training_step
@@ -30,16 +31,73 @@ from dagopt.io.torch import TrainingLoss
 def measured_peak(run: Callable[[], Any]) -> int:
     """Peak bytes of CPU memory live during ``run()`` above what was live before it, by
     the allocator's reports to the PyTorch profiler (module docstring)."""
+    return peak_site(run).peak
+
+
+@dataclass(frozen=True)
+class PeakSite:
+    """What ``peak_site`` measured of a run: its peak (``measured_peak``), where the run
+    was when it reached it (one of ``REGIONS``) and the bytes autograd's gradient
+    accumulation allocated, per ``AccumulateGrad`` call that allocated: a gradient
+    copied into its parameter's layout (``param.grad`` must have it), made while every
+    gradient the compiled backward returned is alive."""
+
+    peak: int
+    region: str
+    gradient_copies: tuple[int, ...]
+
+
+#: Where a run can reach its peak: inside ``AccumulateGrad`` (``.grad`` being set), a
+#: compiled backward graph, another compiled graph (a forward or inference graph), or
+#: outside them all (eager code, the loss, autograd's engine).
+REGIONS = ("gradient accumulation", "backward graph", "compiled graph", "outside compiled graphs")
+#: The profiler's names of those regions' calls, innermost first (a compiled graph's
+#: call is named ``## Call CompiledFxGraph <key> ##``).
+_REGION_CALLS = (
+    ("torch::autograd::AccumulateGrad", REGIONS[0]),
+    ("CompiledFunctionBackward", REGIONS[1]),
+    ("## Call CompiledFxGraph", REGIONS[2]),
+)
+
+
+def peak_site(run: Callable[[], Any]) -> PeakSite:
+    """Run ``run()`` under the profiler: its measured peak, the region it was in then and
+    the gradient copies of ``PeakSite`` (the profiler's records of the calls)."""
     import torch
 
     with _memory_profiler() as profiler, torch.profiler.record_function(_WHOLE_RUN):
         run()
     _check_recorded(profiler, [_WHOLE_RUN])
+    events = _cpu_memory_events(profiler)
     live = peak = 0
-    for _, nbytes in _cpu_memory_events(profiler):
+    peak_ns = None
+    for time_ns, nbytes in events:
         live += nbytes
-        peak = max(peak, live)
-    return peak
+        if live > peak:
+            peak, peak_ns = live, time_ns
+    calls = [
+        (event.start_ns(), event.start_ns() + event.duration_ns(), region)
+        for event in profiler.profiler.kineto_results.events()
+        for prefix, region in _REGION_CALLS
+        if event.name().startswith(prefix)
+    ]
+    times = [time_ns for time_ns, _ in events]
+    copies = []
+    for began, ended, region in calls:
+        if region == REGIONS[0]:
+            window = events[bisect_left(times, began) : bisect_right(times, ended)]
+            allocated = sum(nbytes for _, nbytes in window if nbytes > 0)
+            if allocated:
+                copies.append((began, allocated))
+    around = {
+        region
+        for began, ended, region in calls
+        if peak_ns is not None and began <= peak_ns <= ended
+    }
+    region = next((r for r in REGIONS[:-1] if r in around), REGIONS[-1])
+    return PeakSite(
+        peak=peak, region=region, gradient_copies=tuple(nbytes for _, nbytes in sorted(copies))
+    )
 
 
 def transient_bytes(prepared: Sequence[Callable[[], Callable[[], Any]]]) -> list[int]:
