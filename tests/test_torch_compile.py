@@ -427,6 +427,26 @@ def test_peak_site_counts_the_gradients_autograd_copies_into_their_weights_layou
     assert site.region == "backward graph" and site.peak == measured_peak(step)
 
 
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_backward_estimate_counts_the_copies_its_forward_saved(channels_last):
+    """Inductor's layout optimization saves channels-last copies of the weights (and of
+    the input image) for the backward graph, under the inputs' names, which Inductor's
+    estimate takes for parameters; the generated code frees them, and the estimate of
+    the chosen order meets the measured peak (within the 8 bytes of the loss's
+    gradient, which the step makes outside the graphs)."""
+    module, inputs = small_convolutions(channels_last)
+    torch._dynamo.reset()
+    with kernel_order("lpmf", refine_limit=0) as order_pass:
+        step = training_step(module, inputs)
+        step()
+        module.zero_grad(set_to_none=True)
+        site = peak_site(step)
+    torch._dynamo.reset()
+    _, backward = order_pass.reports
+    assert backward.graph.endswith("(backward)") and site.region == "backward graph"
+    assert 0 <= site.peak - backward.chosen_peak <= 8
+
+
 def test_peak_site_says_where_the_run_was_at_its_peak():
     """A 3 x 3 convolution's gradient, copied after the backward graph has returned the
     1 x 1 one's (a larger gradient, in the same layout either way): the step's peak."""

@@ -19,7 +19,14 @@ before it returns, which the estimate leaves out too;
 runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
 
 - the freeable inputs (``mem``: their bytes), then ``<inputs>`` (``mem`` 0), which reads
-  them all and precedes every kernel, so they are live from the start;
+  them all and precedes every kernel, so they are live from the start. Inductor takes
+  every input named ``primals_*`` for a parameter, never freed; but with its layout
+  optimization a forward graph returns a channels-last copy of a convolution weight it
+  converts, which AOTAutograd saves for the backward graph, where the input of that
+  parameter's name is the copy and the generated code frees it after its last reader.
+  Given such inputs (``saved_copies``: ``returned_input_copies`` of the forward), the
+  graph counts them as freeable inputs too (``SchedulerGraph.input_buffers``), beyond
+  Inductor's estimate;
 - per kernel, its storages, then the kernel itself (``mem`` 0). A storage
   (``dagopt.graph.shares``: named ``<kernel>.<j>``, node data ``share`` = ``j`` >= 1,
   ``mem`` the buffer's bytes) has the kernel's predecessors, precedes the kernel and is
@@ -46,7 +53,8 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
 
 A storage running right before the first kernel that needs it is allocated one step
 early with nothing freed in between, so with each ``MultiOutput`` node right after its
-kernel too, the peak is Inductor's estimate (plus workspaces, less the views) exactly;
+kernel too, the peak is Inductor's estimate (plus workspaces and saved copies, less the
+views) exactly;
 with the storages so and the ``MultiOutput`` nodes anywhere, it is what the generated
 code holds but for ``dagopt.io.inductor_codegen``'s other effects
 (``SchedulerGraph.node_order`` gives that order of any order of the kernels); elsewhere
@@ -80,10 +88,11 @@ class SchedulerGraph:
     graph node of ``kernels[i]``, ``storage_nodes[i]`` those of its storages and
     ``storage_buffers[i]`` the buffers they hold (the first ``len(storage_buffers[i])``
     of them; a workspace node follows); ``views`` maps the storage node of each
-    concatenation view to that of the concatenation's output; ``front`` the freeable
-    inputs' nodes (in the order of ``freeable_inputs``) and ``<inputs>``.
+    concatenation view to that of the concatenation's output; ``front`` the input
+    buffers' nodes (in the order of ``input_buffers``) and ``<inputs>``.
     ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning inputs (its
-    heuristics take them)."""
+    heuristics take them); ``input_buffers`` are those and the saved copies (module
+    docstring), every input the generated code frees."""
 
     graph: Graph
     kernels: tuple[Any, ...]
@@ -94,6 +103,7 @@ class SchedulerGraph:
     front: tuple[int, ...]
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
+    input_buffers: dict[str, Any]
 
     def kernels_in_order(self, order: Sequence[int] | np.ndarray) -> list[Any]:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
@@ -156,6 +166,7 @@ def current_scheduler_graph(
     kernels: Sequence[Any],
     *,
     workspaces: Mapping[str, int] | None = None,
+    saved_copies: Iterable[str] = (),
     name: str = "inductor",
 ) -> SchedulerGraph:
     """``scheduler_graph`` of ``kernels`` with the scheduler and graph Inductor is
@@ -172,7 +183,24 @@ def current_scheduler_graph(
         OrderedSet(V.graph.graph_inputs.keys()),
         OrderedSet(V.graph.get_output_names()),
         workspaces=workspaces,
+        saved_copies=saved_copies,
         name=name,
+    )
+
+
+def returned_input_copies() -> frozenset[str]:
+    """The inputs that the graph Inductor is compiling now returns as copies: an output
+    of the FX graph that is one of its inputs, which Inductor returns as a buffer of its
+    own (its layout optimization makes a channels-last copy of a convolution weight).
+    In a forward graph, these are the inputs AOTAutograd saves for the backward as
+    copies: the backward graph's inputs of the same names (module docstring)."""
+    from torch._inductor.virtualized import V
+
+    returned = V.graph.graph.output_node().args[0]
+    return frozenset(
+        node.name
+        for node, output in zip(returned, V.graph.get_output_names(), strict=True)
+        if getattr(node, "op", None) == "placeholder" and output != node.name
     )
 
 
@@ -184,13 +212,16 @@ def scheduler_graph(
     graph_outputs: Iterable[str],
     *,
     workspaces: Mapping[str, int] | None = None,
+    saved_copies: Iterable[str] = (),
     name: str = "inductor",
 ) -> SchedulerGraph:
     """The ``Graph`` of Inductor's scheduler nodes ``kernels`` (module docstring), with
     the buffer sizes and readers of Inductor's own planning (``prepare_planning_info``,
-    which this calls as ``reorder_for_peak_memory`` does) and the ``workspaces`` (kernel
-    name -> bytes) of the kernels named there. Raises ``GraphError`` for a buffer whose
-    allocating kernel it cannot find, or a workspace of no kernel or below 0."""
+    which this calls as ``reorder_for_peak_memory`` does), the ``workspaces`` (kernel
+    name -> bytes) of the kernels named there and the graph inputs ``saved_copies``
+    freed after their last readers though Inductor takes them for parameters. Raises
+    ``GraphError`` for a buffer whose allocating kernel it cannot find, or a workspace of
+    no kernel or below 0."""
     from torch._inductor.memory import prepare_planning_info
     from torch.utils._ordered_set import OrderedSet
 
@@ -198,13 +229,15 @@ def scheduler_graph(
     workspaces = dict(workspaces or {})
     _check_workspaces(workspaces, kernels)
     outputs = OrderedSet(graph_outputs)
+    graph_inputs = OrderedSet(graph_inputs)
     _, freeable = prepare_planning_info(
-        kernels, name_to_buf, name_to_fused_node, OrderedSet(graph_inputs), outputs
+        kernels, name_to_buf, name_to_fused_node, graph_inputs, outputs
     )
+    inputs = {**freeable, **_input_buffers(kernels, graph_inputs & OrderedSet(saved_copies))}
     builder = _Builder()
-    for buffer_name, buffer in freeable.items():
+    for buffer_name, buffer in inputs.items():
         builder.add_input(buffer_name, buffer.mpi_buffer.size_free)
-    if freeable:
+    if inputs:
         builder.start = builder.add(INPUTS_NODE, 0.0, "inputs")
     multi = _multi_outputs(kernels)
     storages: dict[int, list[Any]] = {id(k): [] for k in kernels}
@@ -246,7 +279,7 @@ def scheduler_graph(
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
     builder.connect(
-        kernels, storages, storage_nodes, multi.extractors, freeable, outputs, views, mutations
+        kernels, storages, storage_nodes, multi.extractors, inputs, outputs, views, mutations
     )
     return SchedulerGraph(
         graph=builder.graph(name),
@@ -255,10 +288,43 @@ def scheduler_graph(
         storage_nodes=tuple(storage_nodes),
         storage_buffers=tuple(tuple(storages[id(k)]) for k in kernels),
         views={builder.index[view]: builder.index[id(output)] for view, output in views.items()},
-        front=(*builder.inputs.values(), *([builder.start] if freeable else [])),
+        front=(*builder.inputs.values(), *([builder.start] if inputs else [])),
         freeable_inputs=freeable,
         graph_outputs=outputs,
+        input_buffers=inputs,
     )
+
+
+def _input_buffers(kernels: Sequence[Any], names: Iterable[str]) -> dict[str, Any]:
+    """Inductor's ``FreeableInputBuffer`` of each graph input ``names`` that ``kernels``
+    read, as its ``get_freeable_input_buf`` makes them of the inputs it takes for
+    freeable: the bytes of the reads, the readers (fake weak reads order only)."""
+    from torch._inductor.dependencies import WeakDep
+    from torch._inductor.memory import FreeableInputBuffer, MemoryPlanningInfoForBuffer
+    from torch._inductor.virtualized import V
+    from torch.utils._ordered_set import OrderedSet
+
+    wanted = set(names)
+    readers: dict[str, Any] = {}
+    ordered: dict[str, Any] = {}
+    sizes: dict[str, int] = {}
+    for kernel in kernels:
+        for dep in kernel.read_writes.reads:
+            if dep.name in wanted:
+                ordered.setdefault(dep.name, OrderedSet()).add(kernel)
+                readers.setdefault(dep.name, OrderedSet())
+                sizes[dep.name] = V.graph.get_dep_size_hint(dep)
+                if not (isinstance(dep, WeakDep) and dep.is_fake):
+                    readers[dep.name].add(kernel)
+    return {
+        name: FreeableInputBuffer(
+            name,
+            MemoryPlanningInfoForBuffer(
+                size_free=sizes[name], succ_nodes=readers[name], succ_nodes_for_ordering=found
+            ),
+        )
+        for name, found in ordered.items()
+    }
 
 
 def _check_workspaces(workspaces: dict[str, int], kernels: Sequence[Any]) -> None:

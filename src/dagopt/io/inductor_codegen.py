@@ -81,12 +81,12 @@ class InPlace:
 @dataclass(frozen=True)
 class CodegenMemory:
     """The memory facts of one compiled graph (module docstring). Kernels are indexed as
-    in ``SchedulerGraph.kernels``; storages are the freeable inputs, then every kernel's
+    in ``SchedulerGraph.kernels``; storages are the input buffers, then every kernel's
     storages. Per kernel: ``kinds``, ``workspaces`` (bytes), ``arguments`` (the buffers
     it reads and writes, for the group limit), ``in_place`` (its candidates, in the order
     Inductor tries them). Per storage: ``sizes`` (bytes; 0 for a concatenation view and a
     kernel-local buffer), ``owner`` (the storage whose memory it is: itself, or a
-    concatenation's output), ``allocator`` (its kernel; -1 for a freeable input, live
+    concatenation's output), ``allocator`` (its kernel; -1 for an input buffer, live
     from the start), ``readers`` (kernels) and ``kept`` (a graph output, never freed);
     for the buffer pool, ``reuse_keys`` (-1 where the wrapper neither allocates nor frees
     it), whether the wrapper allocates it (``takes``: it may take a pooled buffer) and
@@ -247,8 +247,8 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     removed operations)."""
     graph = sched.graph
     outputs = graph.index_of[OUTPUTS_NODE]
-    nodes = [*sched.front[: len(sched.freeable_inputs)]]
-    buffers: list[Any] = list(sched.freeable_inputs.values())
+    nodes = [*sched.front[: len(sched.input_buffers)]]
+    buffers: list[Any] = list(sched.input_buffers.values())
     allocator = [-1] * len(nodes)
     for k, storage_nodes in enumerate(sched.storage_nodes):
         held = sched.storage_buffers[k]
@@ -288,7 +288,7 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     removed = (sizes == 0) & (owner == np.arange(len(buffers)))
     local = {buffers[s].get_name() for s in np.flatnonzero(removed)}
     unlined = removed.copy()
-    unlined[: len(sched.freeable_inputs)] = True  # inputs: freed by ``del``, never pooled
+    unlined[: len(sched.input_buffers)] = True  # inputs: freed by ``del``, never pooled
     reuse = _reuse_facts(buffers, unlined)
     return CodegenMemory(
         kinds=kinds,

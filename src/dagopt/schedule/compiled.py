@@ -6,10 +6,12 @@ graph, it measures what its extern kernels allocate inside themselves while they
 (``dagopt.integrations.extern_kernels``; ``workspaces=False`` skips it), builds the
 kernels' ``SchedulerGraph`` (``dagopt.io.inductor``: the peak of an order is
 Inductor's own ``estimate_peak_memory``, plus those workspaces while their kernels
-run, and with every output of a multi-output kernel alive until the last of its
-``MultiOutput`` nodes has run, as the generated code holds them, which the estimate
-misses), orders it with a dagopt method (default ``anytime``, which starts from the
-kernels' given order and Inductor's heuristics on that graph) and returns the kernels
+run, with every output of a multi-output kernel alive until the last of its
+``MultiOutput`` nodes has run, as the generated code holds them, and, in a backward
+graph, with the weight copies its forward graph saved for it alive until their last
+reader (the pass remembers them per compile id), all of which the estimate misses),
+orders it with a dagopt method (default ``anytime``, which starts from the kernels'
+given order and Inductor's heuristics on that graph) and returns the kernels
 in the order it picks. It makes the choice of Inductor's own peak-memory pass
 (``reorder_for_peak_memory``: the least estimated peak among the given order and three
 heuristics, least-peak-memory-first, BFS and DFS, the first on ties) by the memory the
@@ -40,7 +42,7 @@ from typing import Any
 
 from dagopt.errors import InputError
 from dagopt.integrations.extern_kernels import extern_workspaces
-from dagopt.io.inductor import current_scheduler_graph
+from dagopt.io.inductor import current_scheduler_graph, returned_input_copies
 from dagopt.io.inductor_codegen import codegen_memory
 from dagopt.progress import report
 from dagopt.schedule.base import get_solver, solve
@@ -94,6 +96,9 @@ class KernelOrderPass:
     workspaces: bool = True
     refine_limit: float = 5.0
     reports: list[KernelOrderReport] = field(default_factory=list, compare=False)
+    #: Per compile id, the inputs its forward graph returned as copies, which the
+    #: backward graph of the same id frees (``dagopt.io.inductor.returned_input_copies``).
+    saved_copies: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         get_solver(self.method).check_options(self.options)
@@ -104,6 +109,7 @@ class KernelOrderPass:
 
     def __call__(self, kernels: Sequence[Any]) -> list[Any]:
         import torch._inductor.config as inductor_config
+        from torch._guards import CompileContext
         from torch._inductor.virtualized import V
 
         if inductor_config.reorder_for_peak_memory:
@@ -112,11 +118,17 @@ class KernelOrderPass:
                 "reorder_for_peak_memory off (kernel_order() does), or it would choose again"
             )
         label = _graph_label(V.graph)
+        compile_id = str(CompileContext.current_compile_id())
+        if not V.graph.is_backward:
+            self.saved_copies[compile_id] = returned_input_copies()
         began = time.perf_counter()
         measured = extern_workspaces(kernels) if self.workspaces else None
         workspace_seconds = time.perf_counter() - began
         sched = current_scheduler_graph(
-            kernels, workspaces=measured.bytes if measured else None, name=label
+            kernels,
+            workspaces=measured.bytes if measured else None,
+            saved_copies=self.saved_copies.get(compile_id, ()) if V.graph.is_backward else (),
+            name=label,
         )
         report(f"dagopt {self.method}: {label}, {len(kernels)} kernels")
         began = time.perf_counter()
