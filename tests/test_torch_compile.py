@@ -466,7 +466,8 @@ def test_peak_site_says_where_the_run_was_at_its_peak():
     assert at_copy.region == "gradient accumulation"
     assert at_copy.gradient_copies == (4 * module[1].weight.numel(),)
     assert inference.region == "compiled graph" and inference.gradient_copies == ()
-    assert peak_site(lambda: torch.empty(100)).region == "outside compiled graphs"
+    outside = peak_site(lambda: torch.empty(100))
+    assert outside.region == "outside compiled graphs" and outside.operator == "aten::empty"
 
 
 def test_a_first_call_compiles_inside_measured_peak_without_measuring_extern_kernels():
@@ -515,7 +516,7 @@ def test_zoo_compile_prints_estimates_and_measured_peaks():
     lines = result.stdout.splitlines()
     assert lines[0].startswith("llama-small (small, inference), torch.compile on the CPU")
     assert "(inference): " in lines[1] and "extern workspaces measured), estimate of" in lines[1]
-    assert "MB (in compiled graph), with dagopt" in lines[2]
+    assert "MB (in compiled graph" in lines[2]
     measured = lines[2].split("measured peak: Inductor alone ")[1]
     alone, ordered = (float(x.split(" MB")[0]) for x in measured.split(", with dagopt "))
     assert 0 < ordered <= alone
@@ -532,10 +533,10 @@ def test_zoo_compile_shows_the_gradient_copies_a_channels_last_model_avoids(chan
     copies = [line for line in result.stdout.splitlines() if "gradient accumulation copied" in line]
     measured = next(line for line in result.stdout.splitlines() if "measured peak" in line)
     if channels_last:
-        assert copies == [] and "(in backward graph)" in measured
+        assert copies == [] and "(in backward graph" in measured
     else:
         assert copies[0].startswith("gradient accumulation copied 17 gradients")
-        assert "(in gradient accumulation)" in measured
+        assert "(in gradient accumulation" in measured
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -14,6 +14,9 @@ from dagopt.cli.torch_options import CoreAtenOption, Mode, ModeOption, SplitOutp
 from dagopt.errors import InputError
 from dagopt.io import write_graph_json
 from dagopt.registry import MAX_SEED
+
+if TYPE_CHECKING:
+    from dagopt.integrations.torch_compile import PeakSite
 
 zoo_app = typer.Typer(
     help="Real model graphs (transformers architectures, random weights), cached.",
@@ -269,8 +272,8 @@ def compile_model(
         )
     change = 100 * (ordered.peak / alone.peak - 1) if alone.peak else 0.0
     lines += [
-        f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB (in {alone.site.region}), "
-        f"with dagopt {ordered.peak / 1e6:.3f} MB (in {ordered.site.region}; {change:+.2f} %)",
+        f"measured peak: Inductor alone {alone.peak / 1e6:.3f} MB (in {_site(alone.site)}), "
+        f"with dagopt {ordered.peak / 1e6:.3f} MB (in {_site(ordered.site)}; {change:+.2f} %)",
         *_gradient_copies(alone.site.gradient_copies),
         "results: largest difference from Inductor alone "
         f"{relative_difference(ordered.results, alone.results):.1e} (its own rerun: "
@@ -280,6 +283,11 @@ def compile_model(
     ]
     for line in lines:
         console.print(line, markup=False, highlight=False)
+
+
+def _site(site: "PeakSite") -> str:
+    """``region`` or ``region, operator``: where a run was at its peak."""
+    return f"{site.region}, {site.operator}" if site.operator else site.region
 
 
 def _gradient_copies(copies: tuple[int, ...]) -> list[str]:

@@ -37,13 +37,16 @@ def measured_peak(run: Callable[[], Any]) -> int:
 @dataclass(frozen=True)
 class PeakSite:
     """What ``peak_site`` measured of a run: its peak (``measured_peak``), where the run
-    was when it reached it (one of ``REGIONS``) and the bytes autograd's gradient
+    was when it reached it (one of ``REGIONS``, and ``operator``: the outermost ATen
+    operator running then, such as an extern kernel's ``aten::convolution_backward``;
+    empty in generated code or between calls) and the bytes autograd's gradient
     accumulation allocated, per ``AccumulateGrad`` call that allocated: a gradient
     copied into its parameter's layout (``param.grad`` must have it), made while every
     gradient the compiled backward returned is alive."""
 
     peak: int
     region: str
+    operator: str
     gradient_copies: tuple[int, ...]
 
 
@@ -95,8 +98,18 @@ def peak_site(run: Callable[[], Any]) -> PeakSite:
         if peak_ns is not None and began <= peak_ns <= ended
     }
     region = next((r for r in REGIONS[:-1] if r in around), REGIONS[-1])
+    operators = sorted(
+        (event.start_ns(), -event.duration_ns(), event.name())
+        for event in profiler.profiler.kineto_results.events()
+        if event.name().startswith("aten::")
+        and peak_ns is not None
+        and event.start_ns() <= peak_ns <= event.start_ns() + event.duration_ns()
+    )
     return PeakSite(
-        peak=peak, region=region, gradient_copies=tuple(nbytes for _, nbytes in sorted(copies))
+        peak=peak,
+        region=region,
+        operator=operators[0][2] if operators else "",
+        gradient_copies=tuple(nbytes for _, nbytes in sorted(copies)),
     )
 
 
