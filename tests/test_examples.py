@@ -40,6 +40,7 @@ def test_every_example_script_is_tested():
         "rank_and_tune.py",
         "tpugraphs_roundtrip.py",
         "train_in_dagopt_order.py",
+        "where_a_compiled_step_peaks.py",
     }
     assert {p.name for p in EXAMPLES.glob("*.py")} == tested
 
@@ -51,6 +52,15 @@ def test_compiling_in_dagopt_order_keeps_the_losses_and_lowers_no_peak(tmp_path)
     assert "same losses: True" in out
     assert "(backward)" in out and "(forward)" in out
     assert float(out.split("change: ")[1].split(" %")[0]) <= 0.0
+
+
+def test_where_a_compiled_step_peaks_shows_the_copies_channels_last_weights_avoid(tmp_path):
+    out = run_example("where_a_compiled_step_peaks.py", cwd=tmp_path)
+    contiguous, channels_last = out.strip().splitlines()
+    assert contiguous.endswith("gradient copies: 4 (0.962 MB)")  # the four 3 x 3 weights
+    assert channels_last.endswith("gradient copies: 0 (0.000 MB)")
+    peak = [float(line.split("peak ")[1].split(" MB")[0]) for line in (contiguous, channels_last)]
+    assert peak[1] < peak[0]
 
 
 def test_order_layered_graph_saves_the_best_order(tmp_path):
