@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dagopt.errors import InputError
-from dagopt.integrations.torch_compile import PeakSite
+from dagopt.integrations.torch_compile import PeakSite, peak_site
 from dagopt.schedule.compiled import KernelOrderReport, kernel_order
 
 MODES = ("training", "inference")
@@ -136,8 +136,6 @@ def _runner(module: Any, inputs: Sequence[Any], mode: str) -> Any:
 
 
 def _measured(module: Any, run: Any) -> PeakSite:
-    from dagopt.integrations.torch_compile import peak_site
-
     module.zero_grad(set_to_none=True)
     return peak_site(run)
 

@@ -56,59 +56,50 @@ class PeakSite:
 REGIONS = ("gradient accumulation", "backward graph", "compiled graph", "outside compiled graphs")
 #: The profiler's names of those regions' calls, innermost first (a compiled graph's
 #: call is named ``## Call CompiledFxGraph <key> ##``).
+_ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _REGION_CALLS = (
-    ("torch::autograd::AccumulateGrad", REGIONS[0]),
+    (_ACCUMULATE_GRAD, REGIONS[0]),
     ("CompiledFunctionBackward", REGIONS[1]),
     ("## Call CompiledFxGraph", REGIONS[2]),
 )
 
 
 def peak_site(run: Callable[[], Any]) -> PeakSite:
-    """Run ``run()`` under the profiler: its measured peak, the region it was in then and
-    the gradient copies of ``PeakSite`` (the profiler's records of the calls)."""
+    """Run ``run()`` under the profiler: its measured peak, the region and operator it was
+    in then and the gradient copies of ``PeakSite`` (the profiler's records of the
+    calls)."""
     import torch
 
     with _memory_profiler() as profiler, torch.profiler.record_function(_WHOLE_RUN):
         run()
-    _check_recorded(profiler, [_WHOLE_RUN])
-    events = _cpu_memory_events(profiler)
+    calls, memory = _recorded(profiler, [_WHOLE_RUN])
     live = peak = 0
     peak_ns = None
-    for time_ns, nbytes in events:
+    for time_ns, nbytes in memory:
         live += nbytes
         if live > peak:
             peak, peak_ns = live, time_ns
-    calls = [
-        (event.start_ns(), event.start_ns() + event.duration_ns(), region)
-        for event in profiler.profiler.kineto_results.events()
-        for prefix, region in _REGION_CALLS
-        if event.name().startswith(prefix)
-    ]
-    times = [time_ns for time_ns, _ in events]
+    times = [time_ns for time_ns, _ in memory]
     copies = []
-    for began, ended, region in calls:
-        if region == REGIONS[0]:
-            window = events[bisect_left(times, began) : bisect_right(times, ended)]
+    for name, began, ended in calls:
+        if name.startswith(_ACCUMULATE_GRAD):
+            window = memory[bisect_left(times, began) : bisect_right(times, ended)]
             allocated = sum(nbytes for _, nbytes in window if nbytes > 0)
             if allocated:
                 copies.append((began, allocated))
-    around = {
-        region
-        for began, ended, region in calls
-        if peak_ns is not None and began <= peak_ns <= ended
-    }
-    region = next((r for r in REGIONS[:-1] if r in around), REGIONS[-1])
-    operators = sorted(
-        (event.start_ns(), -event.duration_ns(), event.name())
-        for event in profiler.profiler.kineto_results.events()
-        if event.name().startswith("aten::")
-        and peak_ns is not None
-        and event.start_ns() <= peak_ns <= event.start_ns() + event.duration_ns()
+    at_peak = [call for call in calls if peak_ns is not None and call[1] <= peak_ns <= call[2]]
+    region = next(
+        (r for prefix, r in _REGION_CALLS if any(c[0].startswith(prefix) for c in at_peak)),
+        REGIONS[-1],
+    )
+    outermost = min(
+        ((began, -ended, name) for name, began, ended in at_peak if name.startswith("aten::")),
+        default=(0, 0, ""),
     )
     return PeakSite(
         peak=peak,
         region=region,
-        operator=operators[0][2] if operators else "",
+        operator=outermost[2],
         gradient_copies=tuple(nbytes for _, nbytes in sorted(copies)),
     )
 
@@ -128,14 +119,14 @@ def transient_bytes(prepared: Sequence[Callable[[], Callable[[], Any]]]) -> list
             with torch.profiler.record_function(name):
                 result = call()
             del result, call
-    windows = _check_recorded(profiler, names)
-    events = _cpu_memory_events(profiler)
-    times = [time_ns for time_ns, _ in events]
+    calls, memory = _recorded(profiler, names)
+    windows = {name: (began, ended) for name, began, ended in calls if name in names}
+    times = [time_ns for time_ns, _ in memory]
     transients = []
     for name in names:
         began, ended = windows[name]
         live = peak = 0
-        for _, nbytes in events[bisect_left(times, began) : bisect_right(times, ended)]:
+        for _, nbytes in memory[bisect_left(times, began) : bisect_right(times, ended)]:
             live += nbytes
             peak = max(peak, live)
         transients.append(peak - live)
@@ -167,38 +158,31 @@ def _memory_profiler() -> Any:
     )
 
 
-def _check_recorded(profiler: Any, names: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """``(start ns, end ns)`` of each ``record_function`` window ``names`` in the
-    profiler's results; ``RuntimeError`` where one is missing: the session ended before
-    it closed (a profiler started and stopped inside it), so its memory events are
-    incomplete."""
-    windows = {
-        event.name(): (event.start_ns(), event.start_ns() + event.duration_ns())
-        for event in profiler.profiler.kineto_results.events()
-        if event.name() in names
-    }
-    missing = [name for name in names if name not in windows]
+def _recorded(
+    profiler: Any, windows: Sequence[str]
+) -> tuple[list[tuple[str, int, int]], list[tuple[int, int]]]:
+    """The profiler's results, read once: every call it recorded, ``(name, start ns, end
+    ns)``, and the CPU allocator's reports, ``(time ns, bytes allocated, negative when
+    freed)`` in time order. ``RuntimeError`` where a ``record_function`` window of
+    ``windows`` is missing: the session ended before it closed (a profiler started and
+    stopped inside it), so the memory reports are incomplete."""
+    from torch.autograd import DeviceType
+
+    calls, reports = [], []
+    for position, event in enumerate(profiler.profiler.kineto_results.events()):
+        if event.name() != "[memory]":
+            began = event.start_ns()
+            calls.append((event.name(), began, began + event.duration_ns()))
+        elif event.device_type() == DeviceType.CPU:
+            reports.append((event.start_ns(), position, event.nbytes()))
+    seen = {name for name, _, _ in calls}
+    missing = [name for name in windows if name not in seen]
     if missing:
         raise RuntimeError(
             f"the PyTorch profiler session ended during the measured call {missing[0]!r} "
             "(a profiler ran inside it): its memory is unknown"
         )
-    return windows
-
-
-def _cpu_memory_events(profiler: Any) -> list[tuple[int, int]]:
-    """``(time ns, bytes allocated, negative when freed)`` of the CPU allocator's
-    reports, in time order."""
-    from torch.autograd import DeviceType
-
-    return [
-        (time_ns, nbytes)
-        for time_ns, _, nbytes in sorted(
-            (event.start_ns(), position, event.nbytes())
-            for position, event in enumerate(profiler.profiler.kineto_results.events())
-            if event.name() == "[memory]" and event.device_type() == DeviceType.CPU
-        )
-    ]
+    return calls, [(time_ns, nbytes) for time_ns, _, nbytes in sorted(reports)]
 
 
 def training_step(module: Any, inputs: Sequence[Any], **compile_options: Any) -> Callable[[], Any]:

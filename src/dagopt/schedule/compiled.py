@@ -119,15 +119,18 @@ class KernelOrderPass:
             )
         label = _graph_label(V.graph)
         compile_id = str(CompileContext.current_compile_id())
-        if not V.graph.is_backward:
+        if V.graph.is_backward:
+            saved_copies = self.saved_copies.get(compile_id, frozenset())
+        else:
             self.saved_copies[compile_id] = returned_input_copies()
+            saved_copies = frozenset()
         began = time.perf_counter()
         measured = extern_workspaces(kernels) if self.workspaces else None
         workspace_seconds = time.perf_counter() - began
         sched = current_scheduler_graph(
             kernels,
             workspaces=measured.bytes if measured else None,
-            saved_copies=self.saved_copies.get(compile_id, ()) if V.graph.is_backward else (),
+            saved_copies=saved_copies,
             name=label,
         )
         report(f"dagopt {self.method}: {label}, {len(kernels)} kernels")
