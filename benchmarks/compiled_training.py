@@ -17,9 +17,12 @@ which keeps the least estimated peak of dagopt's order and Inductor's own heuris
 
 - ``kernels``: Inductor's fused kernels of each compiled graph (forward / backward);
 - ``Inductor est.`` / ``dagopt est.``: the peak estimate (MB; ``dagopt.io.inductor_codegen``:
-  the memory the generated code holds, extern kernels' workspaces included) of the
-  best order of Inductor's heuristics and of dagopt's order, per graph, the latter
-  starred where it was kept (below the former by at least ``--min-gain``, default 0);
+  the memory the generated code holds, extern kernels' workspaces included), per graph,
+  of the order each compiled model runs: Inductor's own pass runs the candidate of least
+  estimate by Inductor's ``estimate_peak_memory`` (named in brackets: the given order,
+  ``lpmf``, ``bfs`` or ``dfs``); with dagopt, dagopt's order, starred, where it is below
+  the least of those candidates by the generated code's memory by at least
+  ``--min-gain`` (default 0), else that candidate (named);
 - measured peaks (``peak_site``: the CPU allocator's live bytes over one whole run,
   gradients set to ``None`` first) of the two compiled models, and the change;
 - ``peak in``: where each run was at its peak (``REGIONS`` of
@@ -94,8 +97,11 @@ def _row(name: str, args) -> tuple[list[str], float]:
     cells = [
         f"{name} ({args.mode}{', channels-last' * args.channels_last})",
         " / ".join(str(r.kernels) for r in reports),
-        " / ".join(f"{r.inductor_peak / 1e6:.3f}" for r in reports),
-        " / ".join(f"{r.dagopt_peak / 1e6:.3f}{'*' * r.applied}" for r in reports),
+        " / ".join(f"{r.inductor_peak / 1e6:.3f} ({r.inductor_choice})" for r in reports),
+        " / ".join(
+            f"{r.chosen_peak / 1e6:.3f}{'*' if r.applied else f' ({r.best_candidate})'}"
+            for r in reports
+        ),
         f"{alone.peak / 1e6:.3f}",
         f"{ordered.peak / 1e6:.3f}",
         f"{change:+.2f}",

@@ -66,8 +66,8 @@ inductor_losses, inductor_peak, _ = train(inductor_config.patch(fx_graph_cache=F
 dagopt_losses, dagopt_peak, reports = train(kernel_order("anytime", time_limit=args.time_limit))
 for r in reports:
     print(
-        f"{r.graph}: {r.kernels} kernels, estimate of Inductor's order "
-        f"{r.inductor_peak / 1e6:.3f} MB, "
+        f"{r.graph}: {r.kernels} kernels, estimate of the order Inductor runs "
+        f"({r.inductor_choice}) {r.inductor_peak / 1e6:.3f} MB, "
         f"with dagopt {r.chosen_peak / 1e6:.3f} MB ({r.seconds:.1f} s of search)"
     )
 print(

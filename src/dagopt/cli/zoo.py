@@ -259,14 +259,16 @@ def compile_model(
         f"refined {refine_limit:g} s"
     ]
     for r in ordered.reports:
-        kept = "" if r.applied else "; Inductor's order kept"
+        kept = "" if r.applied else f"; {r.best_candidate} kept"
         unmeasured = f", {len(r.unmeasured)} not" if r.unmeasured else ""
         measured = (
             f" ({r.measured_kernels} extern workspaces measured{unmeasured})" if workspaces else ""
         )
         lines.append(
-            f"{r.graph}: {r.kernels} kernels{measured}, estimate of Inductor's order "
-            f"{r.inductor_peak / 1e6:.3f} MB, {method}'s {r.search_peak / 1e6:.3f} MB, "
+            f"{r.graph}: {r.kernels} kernels{measured}, estimate of the order Inductor runs "
+            f"({r.inductor_choice}) {r.inductor_peak / 1e6:.3f} MB, of the best of its "
+            f"candidates ({r.best_candidate}) {r.best_candidate_peak / 1e6:.3f} MB, "
+            f"{method}'s {r.search_peak / 1e6:.3f} MB, "
             f"dagopt's (refined) {r.dagopt_peak / 1e6:.3f} MB "
             f"({r.seconds:.1f} s search{kept})"
         )

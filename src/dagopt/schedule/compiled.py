@@ -26,8 +26,11 @@ the pass returns it when it is below the best candidate by at least ``min_gain``
 fraction, default 0), else that candidate.
 
 Each graph compiled gets a ``KernelOrderReport``: the peaks (by that model) of the given
-order, of the best of Inductor's candidates, of the method's order and of dagopt's
-(refined) order, whether dagopt's was kept, and which extern kernels were measured.
+order, of the order Inductor's own pass would run (the candidate of least estimate by
+Inductor's ``estimate_peak_memory``, the first on ties: what the graph runs compiled by
+Inductor alone), of the best of Inductor's candidates by the generated code's memory, of
+the method's order and of dagopt's (refined) order, whether dagopt's was kept, and which
+extern kernels were measured.
 ``kernel_order(...)`` is the context manager that installs a pass for the compiles in it
 (Inductor's peak-memory pass and FX graph cache off there: a cache hit would skip the
 pass). The measured peak of a compiled run
@@ -52,18 +55,23 @@ from dagopt.schedule.codegen_search import refine_order
 @dataclass(frozen=True)
 class KernelOrderReport:
     """One compiled graph: its kernels and graph nodes; the peak estimate (bytes, of the
-    generated code's memory, ``dagopt.io.inductor_codegen``) of the order it was given,
-    of the best of Inductor's candidates (the given order and its three heuristics'), of
-    the method's order (``search_peak``) and of dagopt's order (refined); whether
-    dagopt's was kept; how many extern kernels' workspaces were measured and which could
-    not be, with why; the seconds of dagopt's search (the method's and the refinement)
-    and of measuring."""
+    generated code's memory, ``dagopt.io.inductor_codegen``) of the order it was given;
+    of the order Inductor's own peak-memory pass runs (``inductor_choice``, one of
+    ``INDUCTOR_CANDIDATES``: the least by Inductor's estimate, which can differ from the
+    least by the generated code's memory); of the best of Inductor's candidates by the
+    generated code's memory (``best_candidate``: the pass's fallback); of the method's
+    order (``search_peak``) and of dagopt's order (refined); whether dagopt's was kept;
+    how many extern kernels' workspaces were measured and which could not be, with why;
+    the seconds of dagopt's search (the method's and the refinement) and of measuring."""
 
     graph: str
     kernels: int
     nodes: int
     given_peak: int
+    inductor_choice: str
     inductor_peak: int
+    best_candidate: str
+    best_candidate_peak: int
     search_peak: int
     dagopt_peak: int
     applied: bool
@@ -74,8 +82,9 @@ class KernelOrderReport:
 
     @property
     def chosen_peak(self) -> int:
-        """The estimate of the order the compiled code runs: dagopt's when it was kept."""
-        return self.dagopt_peak if self.applied else self.inductor_peak
+        """The estimate of the order the compiled code runs: dagopt's when it was kept,
+        else the best of Inductor's candidates."""
+        return self.dagopt_peak if self.applied else self.best_candidate_peak
 
 
 @dataclass
@@ -143,6 +152,7 @@ class KernelOrderPass:
         memory = codegen_memory(sched)
         peaks = [memory.peak(sched.indices(order)) for order in candidates]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
+        choice = _inductor_choice(candidates, sched)
         search_peak = memory.peak(searched)
         start = searched if search_peak <= peaks[best] else sched.indices(candidates[best])
         refined, dagopt_peak = refine_order(
@@ -160,7 +170,10 @@ class KernelOrderPass:
                 kernels=len(kernels),
                 nodes=sched.graph.num_nodes,
                 given_peak=peaks[0],
-                inductor_peak=peaks[best],
+                inductor_choice=INDUCTOR_CANDIDATES[choice],
+                inductor_peak=peaks[choice],
+                best_candidate=INDUCTOR_CANDIDATES[best],
+                best_candidate_peak=peaks[best],
                 search_peak=search_peak,
                 dagopt_peak=dagopt_peak,
                 applied=applied,
@@ -204,9 +217,13 @@ def _graph_label(graph: Any) -> str:
     return f"graph {graph.graph_id} ({kind})" if graph.graph_id is not None else kind
 
 
+#: The orders Inductor's ``reorder_for_peak_memory`` picks from, in its order.
+INDUCTOR_CANDIDATES = ("given", "lpmf", "bfs", "dfs")
+
+
 def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
-    """The orders Inductor's ``reorder_for_peak_memory`` picks from: the given one and
-    its three heuristics'."""
+    """The orders of ``INDUCTOR_CANDIDATES``: the given one and Inductor's three
+    heuristics'."""
     from torch._inductor import memory
     from torch._inductor.virtualized import V
 
@@ -215,3 +232,16 @@ def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
         given, sched.freeable_inputs, V.graph.scheduler.name_to_buf, sched.graph_outputs
     )
     return [given, lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
+
+
+def _inductor_choice(orders: Sequence[Sequence[Any]], sched: Any) -> int:
+    """The index in ``orders`` (``_inductor_orders``) of the one Inductor's
+    ``reorder_for_peak_memory`` runs: the least by its ``estimate_peak_memory``, the
+    first on ties."""
+    from torch._inductor import memory
+
+    estimates = [
+        memory.estimate_peak_memory(order, sched.freeable_inputs, sched.graph_outputs)[0]
+        for order in orders
+    ]
+    return estimates.index(min(estimates))
