@@ -260,6 +260,56 @@ def test_the_graph_keeps_every_dependency_inductor_has_mutations_included():
     assert missing == []
 
 
+class HalfConvAttention(nn.Module):
+    """A backward whose inputs are views: the half of a ``chunk`` a convolution reads
+    (its storage is the whole tensor), and the query, key and value split from one
+    projection (one storage for the three)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(8, 8, 1)
+        self.qkv = nn.Linear(16, 48)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        kept, rest = (x * 2.0).chunk(2, dim=1)
+        y = torch.cat([kept, self.conv(rest)], dim=1).flatten(2).transpose(1, 2)
+        q, k, v = self.qkv(y).split(16, dim=-1)
+        return torch.softmax(q @ k.transpose(1, 2), dim=-1) @ v
+
+
+def test_inputs_that_are_views_hold_their_storages():
+    backward = {}
+
+    def record(kernels):
+        from torch._inductor.virtualized import V
+
+        if V.graph.is_backward:
+            backward["sched"] = current_scheduler_graph(kernels)
+        return kernels
+
+    torch.manual_seed(0)
+    module, inputs = HalfConvAttention(), (torch.randn(2, 16, 4, 4),)
+    with with_scheduler_pass(record):
+        training_step(module, inputs)()
+    sched = backward["sched"]
+    nodes, mem = sched.input_nodes, sched.graph.mem
+    reads = {name: buffer.mpi_buffer.size_free for name, buffer in sched.input_buffers.items()}
+    half = next(name for name in nodes if name.startswith("getitem"))
+    assert mem[nodes[half]] == 2 * reads[half]  # the chunk's half holds the whole
+    split = [name for name in nodes if name.startswith("permute")]
+    assert len(split) == 3 and len({nodes[name] for name in split}) == 1
+    assert mem[nodes[split[0]]] == sum(reads[name] for name in split)
+    torch._dynamo.reset()
+    with kernel_order("lpmf", refine_limit=0) as order_pass:
+        step = training_step(module, inputs)
+        step()
+        module.zero_grad(set_to_none=True)
+        peak = measured_peak(step)
+    torch._dynamo.reset()
+    # the step peaks in the backward graph, the loss (8 bytes) alive
+    assert peak == order_pass.reports[1].chosen_peak + 8
+
+
 def test_refined_orders_of_a_mutating_backward_compute_the_same_bits():
     module, inputs = upsampled_step()
     compiled = torch.compile(module)

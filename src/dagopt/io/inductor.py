@@ -26,7 +26,15 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
   parameter's name is the copy and the generated code frees it after its last reader.
   Given such inputs (``saved_copies``: ``returned_input_copies`` of the forward), the
   graph counts them as freeable inputs too (``SchedulerGraph.input_buffers``), beyond
-  Inductor's estimate;
+  Inductor's estimate. Inductor sizes a freeable input by the bytes its reads cover,
+  but an input that is a view holds its whole storage: a saved half of a ``chunk``
+  (ShuffleNetV2's units) holds the tensor it was cut from, and the query, key and value
+  a transformer's backward reads are views of one projection's output, freed together
+  after the last of their readers. Given each input's storage (``input_storages``,
+  ``current_scheduler_graph`` reads them from the graph's placeholders), the inputs of
+  one storage are one node of the storage's bytes, read by all their readers, and of
+  no bytes where the storage is also an input that is not freeable (a parameter's,
+  held beyond the graph);
 - per kernel, its storages, then the kernel itself (``mem`` 0). A storage
   (``dagopt.graph.shares``: named ``<kernel>.<j>``, node data ``share`` = ``j`` >= 1,
   ``mem`` the buffer's bytes) has the kernel's predecessors, precedes the kernel and is
@@ -53,8 +61,8 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
 
 A storage running right before the first kernel that needs it is allocated one step
 early with nothing freed in between, so with each ``MultiOutput`` node right after its
-kernel too, the peak is Inductor's estimate (plus workspaces and saved copies, less the
-views) exactly;
+kernel too, the peak is Inductor's estimate (plus workspaces, saved copies and the
+bytes of input storages beyond their reads, less the views) exactly;
 with the storages so and the ``MultiOutput`` nodes anywhere, it is what the generated
 code holds but for ``dagopt.io.inductor_codegen``'s other effects
 (``SchedulerGraph.node_order`` gives that order of any order of the kernels); elsewhere
@@ -89,10 +97,11 @@ class SchedulerGraph:
     ``storage_buffers[i]`` the buffers they hold (the first ``len(storage_buffers[i])``
     of them; a workspace node follows); ``views`` maps the storage node of each
     concatenation view to that of the concatenation's output; ``front`` the input
-    buffers' nodes (in the order of ``input_buffers``) and ``<inputs>``.
-    ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning inputs (its
-    heuristics take them); ``input_buffers`` are those and the saved copies (module
-    docstring), every input the generated code frees."""
+    buffers' nodes (in the order of ``input_buffers``, one per storage) and
+    ``<inputs>``. ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning
+    inputs (its heuristics take them); ``input_buffers`` are those and the saved copies
+    (module docstring), every input the generated code frees, and ``input_nodes`` maps
+    each of their names to its node (inputs of one storage share it)."""
 
     graph: Graph
     kernels: tuple[Any, ...]
@@ -104,6 +113,7 @@ class SchedulerGraph:
     freeable_inputs: dict[str, Any]
     graph_outputs: Any
     input_buffers: dict[str, Any]
+    input_nodes: dict[str, int]
 
     def kernels_in_order(self, order: Sequence[int] | np.ndarray) -> list[Any]:
         """The scheduler nodes of ``order`` (node indices of ``graph``), in its order:
@@ -184,8 +194,25 @@ def current_scheduler_graph(
         OrderedSet(V.graph.get_output_names()),
         workspaces=workspaces,
         saved_copies=saved_copies,
+        input_storages=_input_storages(V.graph.module.graph),
         name=name,
     )
+
+
+def _input_storages(fx_graph: Any) -> dict[str, tuple[Any, int]]:
+    """Per tensor placeholder of ``fx_graph`` (an FX graph Inductor compiles), its
+    storage (a key equal for inputs of one storage) and that storage's bytes, from the
+    fake tensor AOTAutograd traced it with (``meta["val"]``)."""
+    import torch
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    storages = {}
+    for node in fx_graph.find_nodes(op="placeholder"):
+        value = node.meta.get("val")
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage()
+            storages[node.name] = (StorageWeakRef(storage), storage.nbytes())
+    return storages
 
 
 def returned_input_copies() -> frozenset[str]:
@@ -213,13 +240,16 @@ def scheduler_graph(
     *,
     workspaces: Mapping[str, int] | None = None,
     saved_copies: Iterable[str] = (),
+    input_storages: Mapping[str, tuple[Any, int]] | None = None,
     name: str = "inductor",
 ) -> SchedulerGraph:
     """The ``Graph`` of Inductor's scheduler nodes ``kernels`` (module docstring), with
     the buffer sizes and readers of Inductor's own planning (``prepare_planning_info``,
     which this calls as ``reorder_for_peak_memory`` does), the ``workspaces`` (kernel
-    name -> bytes) of the kernels named there and the graph inputs ``saved_copies``
-    freed after their last readers though Inductor takes them for parameters. Raises
+    name -> bytes) of the kernels named there, the graph inputs ``saved_copies``
+    freed after their last readers though Inductor takes them for parameters, and the
+    inputs sized by their storages where ``input_storages`` gives them (graph input
+    name -> (storage key, bytes); else by Inductor's bytes of their reads). Raises
     ``GraphError`` for a buffer whose allocating kernel it cannot find, or a workspace of
     no kernel or below 0."""
     from torch._inductor.memory import prepare_planning_info
@@ -235,8 +265,9 @@ def scheduler_graph(
     )
     inputs = {**freeable, **_input_buffers(kernels, graph_inputs & OrderedSet(saved_copies))}
     builder = _Builder()
-    for buffer_name, buffer in inputs.items():
-        builder.add_input(buffer_name, buffer.mpi_buffer.size_free)
+    sizes = {name: buffer.mpi_buffer.size_free for name, buffer in inputs.items()}
+    for names, size in _input_groups(sizes, graph_inputs, input_storages):
+        builder.add_input(names, size)
     if inputs:
         builder.start = builder.add(INPUTS_NODE, 0.0, "inputs")
     multi = _multi_outputs(kernels)
@@ -288,11 +319,30 @@ def scheduler_graph(
         storage_nodes=tuple(storage_nodes),
         storage_buffers=tuple(tuple(storages[id(k)]) for k in kernels),
         views={builder.index[view]: builder.index[id(output)] for view, output in views.items()},
-        front=(*builder.inputs.values(), *([builder.start] if inputs else [])),
+        front=(*dict.fromkeys(builder.inputs.values()), *([builder.start] if inputs else [])),
         freeable_inputs=freeable,
         graph_outputs=outputs,
         input_buffers=inputs,
+        input_nodes=dict(builder.inputs),
     )
+
+
+def _input_groups(
+    sizes: dict[str, int],
+    graph_inputs: Iterable[str],
+    storages: Mapping[str, tuple[Any, int]] | None,
+) -> list[tuple[list[str], int]]:
+    """The freeable inputs (name -> Inductor's bytes, ``sizes``) grouped by storage, in
+    the order of their first: ``(names, bytes)``, the bytes of their storage, 0 where
+    another graph input that is not freeable shares it (module docstring); without
+    ``storages``, each input alone with Inductor's bytes."""
+    if storages is None:
+        return [([name], size) for name, size in sizes.items()]
+    held = {storages[name][0] for name in graph_inputs if name not in sizes and name in storages}
+    groups: dict[Any, list[str]] = {}
+    for name in sizes:
+        groups.setdefault(storages[name][0], []).append(name)
+    return [(names, 0 if key in held else storages[names[0]][1]) for key, names in groups.items()]
 
 
 def _input_buffers(kernels: Sequence[Any], names: Iterable[str]) -> dict[str, Any]:
@@ -439,8 +489,10 @@ class _Builder:
             self.index[id(key)] = v
         return v
 
-    def add_input(self, buffer_name: str, size: int) -> None:
-        self.inputs[buffer_name] = self.add(buffer_name, size, "input")
+    def add_input(self, buffer_names: Sequence[str], size: int) -> None:
+        """One input node for ``buffer_names`` (inputs of one storage), named by the first."""
+        v = self.add(buffer_names[0], size, "input")
+        self.inputs.update(dict.fromkeys(buffer_names, v))
 
     def edge(self, u: int, v: int) -> None:
         self.src.append(u)
@@ -496,7 +548,7 @@ class _Builder:
             if buffer_name in outputs:
                 self.edge(u, final)
         if self.start is not None:
-            for u in self.inputs.values():
+            for u in dict.fromkeys(self.inputs.values()):
                 self.edge(u, self.start)
         for i, kernel in enumerate(kernels):
             v = self.index[id(kernel)]

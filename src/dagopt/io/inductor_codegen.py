@@ -247,15 +247,21 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     removed operations)."""
     graph = sched.graph
     outputs = graph.index_of[OUTPUTS_NODE]
-    nodes = [*sched.front[: len(sched.input_buffers)]]
-    buffers: list[Any] = list(sched.input_buffers.values())
-    allocator = [-1] * len(nodes)
+    named = {}  # per input node, the first input buffer of its storage
+    for buffer_name, v in sched.input_nodes.items():
+        named.setdefault(v, sched.input_buffers[buffer_name])
+    nodes = list(named)
+    buffers: list[Any] = list(named.values())
+    inputs = len(nodes)
+    allocator = [-1] * inputs
     for k, storage_nodes in enumerate(sched.storage_nodes):
         held = sched.storage_buffers[k]
         nodes.extend(storage_nodes[: len(held)])
         buffers.extend(held)
         allocator.extend([k] * len(held))
     index_of_buffer = {buffer.get_name(): s for s, buffer in enumerate(buffers)}
+    storage_of_input = {v: s for s, v in enumerate(nodes)}
+    index_of_buffer.update((n, storage_of_input[v]) for n, v in sched.input_nodes.items())
     readers, kept = [], []
     for v in nodes:
         successors = graph.successors(v)
@@ -288,7 +294,7 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     removed = (sizes == 0) & (owner == np.arange(len(buffers)))
     local = {buffers[s].get_name() for s in np.flatnonzero(removed)}
     unlined = removed.copy()
-    unlined[: len(sched.input_buffers)] = True  # inputs: freed by ``del``, never pooled
+    unlined[:inputs] = True  # inputs: freed by ``del``, never pooled
     reuse = _reuse_facts(buffers, unlined)
     return CodegenMemory(
         kinds=kinds,
