@@ -260,6 +260,19 @@ def test_the_graph_keeps_every_dependency_inductor_has_mutations_included():
     assert missing == []
 
 
+def lpmf_step_site(module, inputs):
+    """The pass's reports (LPMF, no refinement) of ``module``'s compiled training step and
+    ``peak_site`` of a step after the compiling one, gradients set to ``None`` first."""
+    torch._dynamo.reset()
+    with kernel_order("lpmf", refine_limit=0) as order_pass:
+        step = training_step(module, inputs)
+        step()
+        module.zero_grad(set_to_none=True)
+        site = peak_site(step)
+    torch._dynamo.reset()
+    return order_pass.reports, site
+
+
 class HalfConvAttention(nn.Module):
     """A backward whose inputs are views: the half of a ``chunk`` a convolution reads
     (its storage is the whole tensor), and the query, key and value split from one
@@ -299,15 +312,9 @@ def test_inputs_that_are_views_hold_their_storages():
     split = [name for name in nodes if name.startswith("permute")]
     assert len(split) == 3 and len({nodes[name] for name in split}) == 1
     assert mem[nodes[split[0]]] == sum(reads[name] for name in split)
-    torch._dynamo.reset()
-    with kernel_order("lpmf", refine_limit=0) as order_pass:
-        step = training_step(module, inputs)
-        step()
-        module.zero_grad(set_to_none=True)
-        peak = measured_peak(step)
-    torch._dynamo.reset()
+    reports, site = lpmf_step_site(module, inputs)
     # the step peaks in the backward graph, the loss (8 bytes) alive
-    assert peak == order_pass.reports[1].chosen_peak + 8
+    assert site.peak == reports[1].chosen_peak + 8
 
 
 def test_refined_orders_of_a_mutating_backward_compute_the_same_bits():
@@ -486,14 +493,7 @@ def test_backward_estimate_counts_the_copies_its_forward_saved(channels_last):
     the chosen order meets the measured peak (within the 8 bytes of the loss's
     gradient, which the step makes outside the graphs)."""
     module, inputs = small_convolutions(channels_last)
-    torch._dynamo.reset()
-    with kernel_order("lpmf", refine_limit=0) as order_pass:
-        step = training_step(module, inputs)
-        step()
-        module.zero_grad(set_to_none=True)
-        site = peak_site(step)
-    torch._dynamo.reset()
-    _, backward = order_pass.reports
+    (_, backward), site = lpmf_step_site(module, inputs)
     assert backward.graph.endswith("(backward)") and site.region == "backward graph"
     assert 0 <= site.peak - backward.chosen_peak <= 8
 
