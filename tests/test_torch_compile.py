@@ -25,7 +25,12 @@ from dagopt.integrations.torch_compile import (
     training_step,
     transient_bytes,
 )
-from dagopt.io.inductor import INPUTS_NODE, OUTPUTS_NODE, current_scheduler_graph
+from dagopt.io.inductor import (
+    INPUTS_NODE,
+    OUTPUTS_NODE,
+    _input_groups,
+    current_scheduler_graph,
+)
 from dagopt.objectives import peak_memory
 from dagopt.schedule.compiled import KernelOrderPass, kernel_order
 from dagopt.zoo.multibranch import BasicConv2d, inception_v1
@@ -315,6 +320,24 @@ def test_inputs_that_are_views_hold_their_storages():
     reports, site = lpmf_step_site(module, inputs)
     # the step peaks in the backward graph, the loss (8 bytes) alive
     assert site.peak == reports[1].chosen_peak + 8
+
+
+def test_input_groups_hold_a_storage_once_and_a_parameters_not_at_all():
+    sizes = {"q": 100, "k": 100, "half": 50, "view_of_weight": 40}  # Inductor's bytes read
+    storages = {
+        "q": ("qkv", 300),
+        "k": ("qkv", 300),
+        "half": ("whole", 100),
+        "view_of_weight": ("weight", 40),
+        "primals_1": ("weight", 40),  # a parameter: an input that is not freeable
+    }
+    inputs = [*sizes, "primals_1"]
+    assert _input_groups(sizes, inputs, storages) == [
+        (["q", "k"], 300),
+        (["half"], 100),
+        (["view_of_weight"], 0),
+    ]
+    assert _input_groups(sizes, inputs, None) == [([name], size) for name, size in sizes.items()]
 
 
 def test_refined_orders_of_a_mutating_backward_compute_the_same_bits():
