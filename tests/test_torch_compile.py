@@ -322,6 +322,32 @@ def test_inputs_that_are_views_hold_their_storages():
     assert site.peak == reports[1].chosen_peak + 8
 
 
+def test_an_input_no_kernel_reads_is_held_to_the_end():
+    """Average pooling's backward needs only its input's shape: AOTAutograd saves the
+    convolution's output for it, the backward graph reads nothing of it, and the
+    generated code holds it until its call returns."""
+    backward = {}
+
+    def record(kernels):
+        from torch._inductor.virtualized import V
+
+        if V.graph.is_backward:
+            backward["sched"] = current_scheduler_graph(kernels)
+        return kernels
+
+    torch.manual_seed(0)
+    module, inputs = nn.Sequential(nn.Conv2d(3, 8, 1), nn.AvgPool2d(2)), (torch.randn(2, 3, 8, 8),)
+    with with_scheduler_pass(record):
+        training_step(module, inputs)()
+    sched = backward["sched"]
+    v = sched.input_nodes["convolution"]
+    assert sched.graph.mem[v] == 2 * 8 * 8 * 8 * 4
+    assert not sched.input_buffers["convolution"].mpi_buffer.succ_nodes
+    assert sched.graph.index_of[OUTPUTS_NODE] in sched.graph.successors(v).tolist()
+    reports, site = lpmf_step_site(module, inputs)
+    assert site.peak == reports[1].chosen_peak + 8  # the loss's 8 bytes
+
+
 def test_input_groups_hold_a_storage_once_and_a_parameters_not_at_all():
     sizes = {"q": 100, "k": 100, "half": 50, "view_of_weight": 40}  # Inductor's bytes read
     storages = {

@@ -34,7 +34,10 @@ runs. The nodes, in Inductor's order (so ``np.arange(n)`` is that order):
   ``current_scheduler_graph`` reads them from the graph's placeholders), the inputs of
   one storage are one node of the storage's bytes, read by all their readers, and of
   no bytes where the storage is also an input that is not freeable (a parameter's,
-  held beyond the graph);
+  held beyond the graph). An input Inductor would free but that no kernel reads (an
+  activation AOTAutograd saved that the backward graph does not use, as in
+  DenseNet-121's) is never freed by the generated code, which holds it until its call
+  returns: given the storages, such an input is live from the start to the end;
 - per kernel, its storages, then the kernel itself (``mem`` 0). A storage
   (``dagopt.graph.shares``: named ``<kernel>.<j>``, node data ``share`` = ``j`` >= 1,
   ``mem`` the buffer's bytes) has the kernel's predecessors, precedes the kernel and is
@@ -100,7 +103,8 @@ class SchedulerGraph:
     buffers' nodes (in the order of ``input_buffers``, one per storage) and
     ``<inputs>``. ``freeable_inputs`` and ``graph_outputs`` are Inductor's planning
     inputs (its heuristics take them); ``input_buffers`` are those and the saved copies
-    (module docstring), every input the generated code frees, and ``input_nodes`` maps
+    (module docstring), every input the generated code frees, and the inputs no kernel
+    reads (held to the end), and ``input_nodes`` maps
     each of their names to its node (inputs of one storage share it)."""
 
     graph: Graph
@@ -264,6 +268,8 @@ def scheduler_graph(
         kernels, name_to_buf, name_to_fused_node, graph_inputs, outputs
     )
     inputs = {**freeable, **_input_buffers(kernels, graph_inputs & OrderedSet(saved_copies))}
+    unread = _unread_inputs(graph_inputs, inputs, input_storages)
+    inputs.update(unread)
     builder = _Builder()
     sizes = {name: buffer.mpi_buffer.size_free for name, buffer in inputs.items()}
     for names, size in _input_groups(sizes, graph_inputs, input_storages):
@@ -310,7 +316,14 @@ def scheduler_graph(
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
     builder.connect(
-        kernels, storages, storage_nodes, multi.extractors, inputs, outputs, views, mutations
+        kernels,
+        storages,
+        storage_nodes,
+        multi.extractors,
+        inputs,
+        outputs | OrderedSet(unread),
+        views,
+        mutations,
     )
     return SchedulerGraph(
         graph=builder.graph(name),
@@ -325,6 +338,41 @@ def scheduler_graph(
         input_buffers=inputs,
         input_nodes=dict(builder.inputs),
     )
+
+
+def _unread_inputs(
+    graph_inputs: Iterable[str], inputs: Mapping[str, Any], storages: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The graph inputs that Inductor would take for freeable (its
+    ``is_nonfreeable_buffers``: not a parameter's, a tangent's or an RNG state's name) but
+    that no kernel reads, as ``FreeableInputBuffer`` of their storages' bytes and no
+    readers: the generated code never frees them, they are held until its call returns
+    (module docstring). None without ``storages``, which size them."""
+    from types import SimpleNamespace
+
+    from torch._inductor.memory import (
+        FreeableInputBuffer,
+        MemoryPlanningInfoForBuffer,
+        is_nonfreeable_buffers,
+    )
+    from torch.utils._ordered_set import OrderedSet
+
+    if storages is None:
+        return {}
+    return {
+        name: FreeableInputBuffer(
+            name,
+            MemoryPlanningInfoForBuffer(
+                size_free=storages[name][1],
+                succ_nodes=OrderedSet(),
+                succ_nodes_for_ordering=OrderedSet(),
+            ),
+        )
+        for name in graph_inputs
+        if name not in inputs
+        and name in storages
+        and not is_nonfreeable_buffers(SimpleNamespace(name=name))
+    }
 
 
 def _input_groups(
