@@ -278,6 +278,22 @@ def lpmf_step_site(module, inputs):
     return order_pass.reports, site
 
 
+def backward_scheduler_graph(module, inputs):
+    """The ``SchedulerGraph`` of the backward graph of ``module``'s compiled training step."""
+    backward = {}
+
+    def record(kernels):
+        from torch._inductor.virtualized import V
+
+        if V.graph.is_backward:
+            backward["sched"] = current_scheduler_graph(kernels)
+        return kernels
+
+    with with_scheduler_pass(record):
+        training_step(module, inputs)()
+    return backward["sched"]
+
+
 class HalfConvAttention(nn.Module):
     """A backward whose inputs are views: the half of a ``chunk`` a convolution reads
     (its storage is the whole tensor), and the query, key and value split from one
@@ -296,20 +312,9 @@ class HalfConvAttention(nn.Module):
 
 
 def test_inputs_that_are_views_hold_their_storages():
-    backward = {}
-
-    def record(kernels):
-        from torch._inductor.virtualized import V
-
-        if V.graph.is_backward:
-            backward["sched"] = current_scheduler_graph(kernels)
-        return kernels
-
     torch.manual_seed(0)
     module, inputs = HalfConvAttention(), (torch.randn(2, 16, 4, 4),)
-    with with_scheduler_pass(record):
-        training_step(module, inputs)()
-    sched = backward["sched"]
+    sched = backward_scheduler_graph(module, inputs)
     nodes, mem = sched.input_nodes, sched.graph.mem
     reads = {name: buffer.mpi_buffer.size_free for name, buffer in sched.input_buffers.items()}
     half = next(name for name in nodes if name.startswith("getitem"))
@@ -326,20 +331,9 @@ def test_an_input_no_kernel_reads_is_held_to_the_end():
     """Average pooling's backward needs only its input's shape: AOTAutograd saves the
     convolution's output for it, the backward graph reads nothing of it, and the
     generated code holds it until its call returns."""
-    backward = {}
-
-    def record(kernels):
-        from torch._inductor.virtualized import V
-
-        if V.graph.is_backward:
-            backward["sched"] = current_scheduler_graph(kernels)
-        return kernels
-
     torch.manual_seed(0)
     module, inputs = nn.Sequential(nn.Conv2d(3, 8, 1), nn.AvgPool2d(2)), (torch.randn(2, 3, 8, 8),)
-    with with_scheduler_pass(record):
-        training_step(module, inputs)()
-    sched = backward["sched"]
+    sched = backward_scheduler_graph(module, inputs)
     v = sched.input_nodes["convolution"]
     assert sched.graph.mem[v] == 2 * 8 * 8 * 8 * 4
     assert not sched.input_buffers["convolution"].mpi_buffer.succ_nodes
