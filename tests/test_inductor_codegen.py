@@ -151,11 +151,12 @@ def test_inductors_estimate_step_by_step_of_any_order():
             position[sched.indices(order)] = np.arange(len(kernels))
             _, steps = estimate_peak_memory(order, sched.freeable_inputs, sched.graph_outputs)
             seen.append(estimate.steps(position).tolist() == steps)
+            seen.append(estimate.peak(sched.indices(order)) == max(steps))
         return kernels
 
     with with_scheduler_pass(record):
         torch.compile(layer_norms)(X, W)
-    assert seen == [True] * 4
+    assert seen == [True] * 8
 
 
 # kernel 0 makes A (100, read by 1), kernel 1 makes B (100, read by 3), kernel 2 (an extern

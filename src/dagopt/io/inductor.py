@@ -315,15 +315,9 @@ def scheduler_graph(
         storage_nodes.append(tuple(nodes))
         kernel_nodes.append(builder.add(name_of, 0.0, type(kernel).__name__, key=kernel))
     builder.add(OUTPUTS_NODE, 0.0, "outputs")
+    live_to_end = outputs | OrderedSet(unread)
     builder.connect(
-        kernels,
-        storages,
-        storage_nodes,
-        multi.extractors,
-        inputs,
-        outputs | OrderedSet(unread),
-        views,
-        mutations,
+        kernels, storages, storage_nodes, multi.extractors, inputs, live_to_end, views, mutations
     )
     return SchedulerGraph(
         graph=builder.graph(name),
@@ -350,24 +344,13 @@ def _unread_inputs(
     (module docstring). None without ``storages``, which size them."""
     from types import SimpleNamespace
 
-    from torch._inductor.memory import (
-        FreeableInputBuffer,
-        MemoryPlanningInfoForBuffer,
-        is_nonfreeable_buffers,
-    )
+    from torch._inductor.memory import is_nonfreeable_buffers
     from torch.utils._ordered_set import OrderedSet
 
     if storages is None:
         return {}
     return {
-        name: FreeableInputBuffer(
-            name,
-            MemoryPlanningInfoForBuffer(
-                size_free=storages[name][1],
-                succ_nodes=OrderedSet(),
-                succ_nodes_for_ordering=OrderedSet(),
-            ),
-        )
+        name: _freeable_input(name, storages[name][1], OrderedSet(), OrderedSet())
         for name in graph_inputs
         if name not in inputs
         and name in storages
@@ -398,7 +381,6 @@ def _input_buffers(kernels: Sequence[Any], names: Iterable[str]) -> dict[str, An
     read, as its ``get_freeable_input_buf`` makes them of the inputs it takes for
     freeable: the bytes of the reads, the readers (fake weak reads order only)."""
     from torch._inductor.dependencies import WeakDep
-    from torch._inductor.memory import FreeableInputBuffer, MemoryPlanningInfoForBuffer
     from torch._inductor.virtualized import V
     from torch.utils._ordered_set import OrderedSet
 
@@ -415,14 +397,22 @@ def _input_buffers(kernels: Sequence[Any], names: Iterable[str]) -> dict[str, An
                 if not (isinstance(dep, WeakDep) and dep.is_fake):
                     readers[dep.name].add(kernel)
     return {
-        name: FreeableInputBuffer(
-            name,
-            MemoryPlanningInfoForBuffer(
-                size_free=sizes[name], succ_nodes=readers[name], succ_nodes_for_ordering=found
-            ),
-        )
+        name: _freeable_input(name, sizes[name], readers[name], found)
         for name, found in ordered.items()
     }
+
+
+def _freeable_input(name: str, size: int, readers: Any, ordering: Any) -> Any:
+    """Inductor's ``FreeableInputBuffer`` of graph input ``name``: ``size`` bytes, freed
+    after its last reader of ``readers`` (kernels), ordered before ``ordering``'s."""
+    from torch._inductor.memory import FreeableInputBuffer, MemoryPlanningInfoForBuffer
+
+    return FreeableInputBuffer(
+        name,
+        MemoryPlanningInfoForBuffer(
+            size_free=size, succ_nodes=readers, succ_nodes_for_ordering=ordering
+        ),
+    )
 
 
 def _check_workspaces(workspaces: dict[str, int], kernels: Sequence[Any]) -> None:
@@ -553,7 +543,7 @@ class _Builder:
         storage_nodes: Sequence[tuple[int, ...]],
         extractors: dict[int, list[Any]],
         freeable: dict[str, Any],
-        outputs: Any,
+        live_to_end: Any,
         views: dict[int, Any],
         mutations: Sequence[tuple[Any, Any]],
     ) -> None:
@@ -563,7 +553,8 @@ class _Builder:
         them) -> its kernel; a buffer's storage -> its readers and the ``MultiOutput``
         nodes of its kernel's tuple; a concatenation's output -> the kernels writing
         into it and their views' readers (and not from its own kernel's
-        predecessors); the graph outputs' storages and every kernel -> ``<outputs>``."""
+        predecessors); the storages and inputs named in ``live_to_end`` (the graph
+        outputs, the unread inputs) and every kernel -> ``<outputs>``."""
         final = len(self.names) - 1  # <outputs>, the last node added
         targets = {self.index[id(t)] for t in views.values()}
         in_edges: dict[int, list[int]] = {self.index[id(k)]: [] for k in kernels}
@@ -586,14 +577,14 @@ class _Builder:
                     in_edges[self.index[id(reader)]].append(s)
                     if target is not None:
                         in_edges[self.index[id(reader)]].append(target)
-                if buffer.get_name() in outputs:
+                if buffer.get_name() in live_to_end:
                     self.edge(s, final)
             self.edge(v, final)
         for buffer_name, buffer in freeable.items():
             u = self.inputs[buffer_name]
             for reader in buffer.mpi_buffer.succ_nodes:
                 in_edges[self.index[id(reader)]].append(u)
-            if buffer_name in outputs:
+            if buffer_name in live_to_end:
                 self.edge(u, final)
         if self.start is not None:
             for u in dict.fromkeys(self.inputs.values()):

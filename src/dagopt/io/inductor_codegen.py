@@ -259,9 +259,9 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
         nodes.extend(storage_nodes[: len(held)])
         buffers.extend(held)
         allocator.extend([k] * len(held))
+    storage_of = {v: s for s, v in enumerate(nodes)}
     index_of_buffer = {buffer.get_name(): s for s, buffer in enumerate(buffers)}
-    storage_of_input = {v: s for s, v in enumerate(nodes)}
-    index_of_buffer.update((n, storage_of_input[v]) for n, v in sched.input_nodes.items())
+    index_of_buffer.update((n, storage_of[v]) for n, v in sched.input_nodes.items())
     readers, kept = [], []
     for v in nodes:
         successors = graph.successors(v)
@@ -271,7 +271,6 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
     kinds = np.array([_kind(kernel) for kernel in sched.kernels])
     sizes = graph.mem[nodes].astype(np.int64)  # a concatenation view's is 0
     owner = np.arange(len(buffers), dtype=np.int64)
-    storage_of = {v: s for s, v in enumerate(nodes)}
     for view, output in sched.views.items():
         owner[storage_of[view]] = storage_of[output]
     for s, buffer in enumerate(buffers):

@@ -46,6 +46,14 @@ class InductorEstimate:
         np.add.at(delta, end + 1, -self.frees)
         return np.cumsum(delta)
 
+    def peak(self, order: Sequence[int] | np.ndarray) -> int:
+        """``estimate_peak_memory``'s peak when the kernels run in ``order`` (kernel
+        indices)."""
+        order = np.asarray(order, dtype=np.int64)
+        position = np.empty(len(order), dtype=np.int64)
+        position[order] = np.arange(len(order))
+        return int(self.steps(position).max())
+
     @cached_property
     def _reads(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (freed buffer, kernel reading it) pair, as two flat arrays."""

@@ -149,12 +149,15 @@ class KernelOrderPass:
         )
         searched = sched.kernel_indices(schedule.order)
         candidates = _inductor_orders(kernels, sched)
+        indexed = [sched.indices(order) for order in candidates]
         memory = codegen_memory(sched)
-        peaks = [memory.peak(sched.indices(order)) for order in candidates]
+        peaks = [memory.peak(order) for order in indexed]
         best = peaks.index(min(peaks))  # the first of the least, as Inductor's pass picks
-        choice = _inductor_choice(candidates, sched)
+        # the order Inductor's own pass runs: the first of the least by its estimate
+        estimates = [memory.estimate.peak(order) for order in indexed]
+        choice = estimates.index(min(estimates))
         search_peak = memory.peak(searched)
-        start = searched if search_peak <= peaks[best] else sched.indices(candidates[best])
+        start = searched if search_peak <= peaks[best] else indexed[best]
         refined, dagopt_peak = refine_order(
             memory,
             sched.kernel_predecessors,
@@ -232,16 +235,3 @@ def _inductor_orders(kernels: Sequence[Any], sched: Any) -> list[list[Any]]:
         given, sched.freeable_inputs, V.graph.scheduler.name_to_buf, sched.graph_outputs
     )
     return [given, lpmf, memory.topological_sort_bfs(given), memory.topological_sort_dfs(given)]
-
-
-def _inductor_choice(orders: Sequence[Sequence[Any]], sched: Any) -> int:
-    """The index in ``orders`` (``_inductor_orders``) of the one Inductor's
-    ``reorder_for_peak_memory`` runs: the least by its ``estimate_peak_memory``, the
-    first on ties."""
-    from torch._inductor import memory
-
-    estimates = [
-        memory.estimate_peak_memory(order, sched.freeable_inputs, sched.graph_outputs)[0]
-        for order in orders
-    ]
-    return estimates.index(min(estimates))
