@@ -4,6 +4,8 @@
     python benchmarks/compiled_training.py --models gpt2 t5-small --time-limit 5
     python benchmarks/compiled_training.py --mode inference
     python benchmarks/compiled_training.py --models resnet-50 --channels-last
+    python benchmarks/compiled_training.py --models efficientnet-b0 --channels-last \
+        --contiguous-depthwise
 
 Each zoo model (small size, random weights, dropout as configured) is compiled by
 ``torch.compile`` on the CPU twice (``dagopt.bench.compiled.compiled_run``): by Inductor
@@ -30,7 +32,9 @@ which keeps the least estimated peak of dagopt's order and Inductor's own heuris
   another compiled graph, outside them), and ``gradient copies``: how many gradients
   autograd copied into their parameters' layouts in Inductor's run, their MB and the
   largest's (``--channels-last`` converts the model's 4-d weights to channels-last
-  first, the layout in which Inductor returns convolution weights' gradients);
+  first, the layout in which Inductor returns convolution weights' gradients, and
+  ``--contiguous-depthwise`` leaves its depthwise weights' strides contiguous:
+  ``channels_last_weights`` of ``dagopt.integrations.torch_compile``);
 - ``diff dagopt / rerun``: the largest difference of dagopt's gradients (outputs, in
   inference) from Inductor's, relative to the largest entry, beside that of Inductor's
   from a rerun of itself (each run after ``torch.manual_seed(0)``, so dropout draws the
@@ -71,13 +75,12 @@ HEADER = (
 
 def _row(name: str, args) -> tuple[list[str], float]:
     from dagopt.bench.compiled import compiled_run, relative_difference
+    from dagopt.integrations.torch_compile import channels_last_weights
     from dagopt.zoo import get_model
 
     module, inputs = get_model(name).build("small")
     if args.channels_last:
-        import torch
-
-        module.to(memory_format=torch.channels_last)
+        channels_last_weights(module, depthwise=not args.contiguous_depthwise)
     common = {"mode": args.mode, "repeats": args.repeats}
     alone = compiled_run(module, inputs, **common)
     ordered = compiled_run(
@@ -95,7 +98,8 @@ def _row(name: str, args) -> tuple[list[str], float]:
     change = 100 * (ordered.peak / alone.peak - 1)
     copies = alone.site.gradient_copies
     cells = [
-        f"{name} ({args.mode}{', channels-last' * args.channels_last})",
+        f"{name} ({args.mode}{', channels-last' * args.channels_last}"
+        f"{', depthwise contiguous' * args.contiguous_depthwise})",
         " / ".join(str(r.kernels) for r in reports),
         " / ".join(f"{r.inductor_peak / 1e6:.3f} ({r.inductor_choice})" for r in reports),
         " / ".join(
@@ -138,12 +142,19 @@ def main(argv: list[str] | None = None) -> int:
         help="convert the model's 4-d weights to channels-last first",
     )
     parser.add_argument(
+        "--contiguous-depthwise",
+        action="store_true",
+        help="with --channels-last, depthwise convolution weights keep contiguous strides",
+    )
+    parser.add_argument(
         "--no-workspaces",
         dest="workspaces",
         action="store_false",
         help="extern kernels' workspaces not measured nor counted",
     )
     args = parser.parse_args(argv)
+    if args.contiguous_depthwise and not args.channels_last:
+        parser.error("--contiguous-depthwise needs --channels-last")
     check_zoo_models(args.models)
     from dagopt.schedule import get_solver
 
