@@ -4,20 +4,20 @@ python examples/where_a_compiled_step_peaks.py
 
 A small convolutional classifier (3 x 3 convolutions, random weights) is trained for one
 step on the CPU, compiled by ``torch.compile`` twice: with its weights as built
-(contiguous) and converted to channels-last. For each, ``peak_site``
-(``dagopt.integrations.torch_compile``) measures the step's peak by the CPU allocator's
-reports and says where the step was then (a backward graph, another compiled graph,
-autograd's gradient accumulation, or outside them; and the ATen operator running) and
-which gradients autograd copied into their weights' layouts: Inductor runs
-convolutions channels-last and returns their weights' gradients so, and contiguous
-weights need a copy of each (docs/results.md, "Where a compiled training step peaks,
-and channels-last weights").
+(contiguous) and converted to channels-last (``channels_last_weights``). For each,
+``peak_site`` (``dagopt.integrations.torch_compile``) measures the step's peak by the
+CPU allocator's reports and says where the step was then (a backward graph, another
+compiled graph, autograd's gradient accumulation, or outside them; and the ATen
+operator running) and which gradients autograd copied into their weights' layouts:
+Inductor runs convolutions channels-last and returns their weights' gradients so, and
+contiguous weights need a copy of each (docs/results.md, "Where a compiled training
+step peaks, and channels-last weights").
 """
 
 import torch
 from torch import nn
 
-from dagopt.integrations.torch_compile import peak_site, training_step
+from dagopt.integrations.torch_compile import channels_last_weights, peak_site, training_step
 
 
 def classifier() -> nn.Module:
@@ -33,7 +33,7 @@ images = (torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(1)),
 for layout in ("contiguous", "channels-last"):
     model = classifier()
     if layout == "channels-last":
-        model.to(memory_format=torch.channels_last)
+        channels_last_weights(model)
     torch._dynamo.reset()
     step = training_step(model, images)
     step()  # the first call compiles

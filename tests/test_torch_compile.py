@@ -697,9 +697,13 @@ def test_inductor_alone_runs_the_candidate_its_own_estimate_picks():
     [
         (["no-such-model", "--mode", "training"], "unknown zoo model 'no-such-model'"),
         (["gpt2", "--mode", "training", "--method", "nope"], "unknown method 'nope'"),
+        (
+            ["resnet-50", "--mode", "training", "--contiguous-depthwise"],
+            "--contiguous-depthwise needs --channels-last",
+        ),
     ],
 )
-def test_zoo_compile_refuses_bad_names_before_building(args, message):
+def test_zoo_compile_refuses_bad_arguments_before_building(args, message):
     result = CliRunner().invoke(app, ["zoo", "compile", *args])
     assert result.exit_code == 2
     assert message in result.stderr

@@ -215,9 +215,8 @@ def compile_model(
         bool,
         typer.Option(
             help="With --channels-last, give depthwise convolution weights contiguous "
-            "strides: their CPU backward then makes no channels-last copies and no "
-            "scratch of about C k^2 KB, which holds less at few pixels per channel "
-            "(EfficientNet-B0), more at many (MobileViT-small).",
+            "strides, which decide how their CPU backward runs: less memory on some "
+            "models (EfficientNet-B0), more on others (MobileViT-small); measure both.",
         ),
     ] = False,
 ) -> None:
