@@ -16,7 +16,8 @@ session saw the whole run, so a cut session is an error, never a peak of 0.
 
 ``training_step(module, inputs)`` is the step ``graph_from_module(mode="training")``
 traces (``eager_training_step``: ``TrainingLoss``, the sum of the outputs, then
-``backward``), its loss compiled.
+``backward``), its loss compiled; ``channels_last_weights(module)`` gives a model's
+weights the layout in which Inductor returns their gradients.
 """
 
 from bisect import bisect_left, bisect_right
@@ -205,10 +206,9 @@ def channels_last_weights(module: Any, *, depthwise: bool = True) -> None:
     A depthwise weight's two layouts are the same memory, but its strides decide how
     the CPU convolution backward (oneDNN's) runs: labelled channels-last, it copies
     contiguous inputs to channels-last and, at some shapes, allocates far more inside
-    (EfficientNet-B0's 5 x 5 convolutions over 1152 channels at 2 x 2 pixels: 29.7 MB
-    instead of 0.9 MB); labelled contiguous, it copies channels-last inputs the other
-    way. Which holds less depends on the model (``docs/results.md``, "Depthwise weights
-    under channels-last")."""
+    (in EfficientNet-B0's compiled step, each 5 x 5 convolution over 1152 channels at
+    2 x 2 pixels: 29.6 MB). Which holds less depends on the model (``docs/results.md``,
+    "Depthwise weights under channels-last")."""
     import torch
 
     module.to(memory_format=torch.channels_last)
