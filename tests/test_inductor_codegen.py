@@ -225,6 +225,24 @@ def test_a_freed_buffer_is_held_where_inductors_estimate_stays_within_its_peak()
     assert memory([ALONE] * 4, storages, pool=other, estimate=estimate).peak([0, 1, 2, 3]) == 110
 
 
+def test_an_in_place_update_of_an_unaligned_buffer_is_pooled_under_its_unaligned_key():
+    # kernel 0 (an extern) makes A, unaligned, which its tuple holds until kernel 4;
+    # kernel 1 writes B into A; B, freed after kernel 2, enters the pool as unaligned
+    # (KernelArgs.make_inplace), and C (aligned, B's size) cannot take it
+    storages = [
+        (100, 0, [0, 1, 4], False),
+        (100, 1, [1, 2], False),
+        (100, 3, [3, 4], False),
+    ]
+    update = InPlace(kernel=1, output=1, input=0, after=())
+    pool = [(-1, False, False), (0, True, True), (0, True, True)]
+    kinds = [ALONE] * 5
+    aligned = memory(kinds, storages, in_place=[update], pool=pool)
+    assert aligned.peak(np.arange(5)) == 100  # C would share the memory the tuple holds
+    unaligned = memory(kinds, storages, in_place=[update], pool=pool, unaligned=[0])
+    assert unaligned.peak(np.arange(5)) == 200
+
+
 def test_workspaces_count_while_their_kernel_runs():
     model = memory([ALONE, ALONE], [(100, 0, [0, 1], False)], workspaces=[0, 30])
     assert model.peak([0, 1]) == 130

@@ -35,7 +35,9 @@ holds memory differently, in five ways this module models:
    (``dagopt.io.inductor_estimate``) with the buffer held in between stays within the
    estimate's own peak (``should_reuse_buffer``; each buffer so held is added to the
    estimate). The freed buffer's memory then lives on until the new one is freed: where
-   the generated code holds less than the estimate, the pool fills the gap.
+   the generated code holds less than the estimate, the pool fills the gap. An
+   in-place update of an unaligned buffer (an extern kernel's output) is unaligned too
+   (``KernelArgs.make_inplace``), and so is its key when it is freed.
 
 ``codegen_memory(sched)`` reads these facts off a ``SchedulerGraph`` while Inductor
 compiles it (an in-place update depends on which of the input's readers have run, so
@@ -89,7 +91,9 @@ class CodegenMemory:
     concatenation's output), ``allocator`` (its kernel; -1 for an input buffer, live
     from the start), ``readers`` (kernels) and ``kept`` (a graph output, never freed);
     for the buffer pool, ``reuse_keys`` (-1 where the wrapper neither allocates nor frees
-    it), whether the wrapper allocates it (``takes``: it may take a pooled buffer) and
+    it), ``unaligned`` (Inductor's unaligned buffers) and ``unaligned_reuse_keys`` (the
+    key it has as an in-place update of an unaligned buffer), whether the wrapper
+    allocates it (``takes``: it may take a pooled buffer) and
     whether its free enters the pool (``gives``), ``reuse_bytes`` (its allocation's bytes),
     and Inductor's ``estimate``."""
 
@@ -103,6 +107,8 @@ class CodegenMemory:
     readers: tuple[np.ndarray, ...]
     kept: np.ndarray
     reuse_keys: np.ndarray
+    unaligned: np.ndarray
+    unaligned_reuse_keys: np.ndarray
     takes: np.ndarray
     gives: np.ndarray
     reuse_bytes: np.ndarray
@@ -222,10 +228,11 @@ class CodegenMemory:
         lines = np.lexsort((subjects, steps_of, phases, calls))
         steps = self.estimate.steps(position)
         ceiling = steps.max()
+        keys = np.where(self.unaligned[owner], self.unaligned_reuse_keys, self.reuse_keys)
         pool: dict[int, list[tuple[int, int]]] = {}
         for line in lines.tolist():
             call, is_free, step, s = calls[line], phases[line], steps_of[line], subjects[line]
-            key = self.reuse_keys[s]
+            key = keys[s]
             if is_free:
                 pool.setdefault(key, []).append((s, flushed_at[call]))
                 continue
@@ -309,18 +316,19 @@ def codegen_memory(sched: SchedulerGraph) -> CodegenMemory:
         readers=tuple(readers),
         kept=np.asarray(kept, dtype=bool),
         reuse_keys=reuse[0],
-        takes=reuse[1],
-        gives=reuse[2],
-        reuse_bytes=reuse[3],
+        unaligned=reuse[1],
+        unaligned_reuse_keys=reuse[2],
+        takes=reuse[3],
+        gives=reuse[4],
+        reuse_bytes=reuse[5],
         estimate=inductor_estimate(sched),
     )
 
 
-def _reuse_facts(
-    buffers: Sequence[Any], skipped: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _reuse_facts(buffers: Sequence[Any], skipped: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per storage buffer (those ``skipped`` left out: the wrapper has no line for them),
-    the buffer pool's facts (``CodegenMemory``): reuse key, takes, gives, bytes."""
+    the buffer pool's facts (``CodegenMemory``): reuse key, unaligned, the key as an
+    unaligned buffer, takes, gives, bytes."""
     import torch._inductor.config as inductor_config
     from torch._inductor import ir
     from torch._inductor.codegen.wrapper import buffer_reuse_key
@@ -328,6 +336,8 @@ def _reuse_facts(
     from torch._inductor.virtualized import V
 
     keys = np.full(len(buffers), -1, dtype=np.int64)
+    unaligned_keys = keys.copy()
+    unaligned = np.array([b.get_name() in V.graph.unaligned_buffers for b in buffers], dtype=bool)
     takes = np.zeros(len(buffers), dtype=bool)
     gives = np.zeros(len(buffers), dtype=bool)
     nbytes = np.zeros(len(buffers), dtype=np.int64)
@@ -363,11 +373,28 @@ def _reuse_facts(
         )
         if takes[s] or gives[s]:
             keys[s] = ids.setdefault(buffer_reuse_key(node), len(ids))
+            unaligned_keys[s] = ids.setdefault(_unaligned_reuse_key(node), len(ids))
             storage = V.graph.get_allocation_storage_size(node)
             nbytes[s] = V.graph.sizevars.optimization_hint(storage, fallback=0) * get_dtype_size(
                 node.get_dtype()
             )
-    return keys, takes, gives, nbytes
+    return keys, unaligned, unaligned_keys, takes, gives, nbytes
+
+
+def _unaligned_reuse_key(node: Any) -> Any:
+    """``buffer_reuse_key`` of ``node`` as Inductor computes it once ``node`` is among
+    its unaligned buffers (an in-place update of one: ``KernelArgs.make_inplace``)."""
+    from torch._inductor.codegen.wrapper import buffer_reuse_key
+    from torch._inductor.virtualized import V
+
+    name = node.get_name()
+    if name in V.graph.unaligned_buffers:
+        return buffer_reuse_key(node)
+    V.graph.unaligned_buffers.add(name)
+    try:
+        return buffer_reuse_key(node)
+    finally:
+        V.graph.unaligned_buffers.discard(name)
 
 
 def _read_as_written(kernel: Any, name: str) -> bool:
