@@ -58,7 +58,12 @@ from typing import Any
 import numpy as np
 
 from dagopt.io.inductor import OUTPUTS_NODE, SchedulerGraph
-from dagopt.io.inductor_estimate import InductorEstimate, flat_pairs, inductor_estimate
+from dagopt.io.inductor_estimate import (
+    InductorEstimate,
+    flat_pairs,
+    inductor_estimate,
+    positions,
+)
 
 #: Kernel kinds: a generated kernel (joins the C++ group), one called on its own (extern,
 #: template, a generated kernel on another device), a no-op.
@@ -146,8 +151,7 @@ class CodegenMemory:
         buffers allocated up to the call and not freed before it, and its extern kernel's
         workspace."""
         order = np.asarray(order, dtype=np.int64)
-        position = np.empty(len(self.kinds), dtype=np.int64)
-        position[order] = np.arange(len(order))
+        position = positions(order)
         segment = self.segments(order)
         made = np.where(self.allocator >= 0, segment[self.allocator], 0)  # an input: from 0
         owner, consumed = self._after_in_place(order, position)
@@ -373,7 +377,9 @@ def _reuse_facts(buffers: Sequence[Any], skipped: np.ndarray) -> tuple[np.ndarra
         )
         if takes[s] or gives[s]:
             keys[s] = ids.setdefault(buffer_reuse_key(node), len(ids))
-            unaligned_keys[s] = ids.setdefault(_unaligned_reuse_key(node), len(ids))
+            unaligned_keys[s] = (
+                keys[s] if unaligned[s] else ids.setdefault(_unaligned_reuse_key(node), len(ids))
+            )
             storage = V.graph.get_allocation_storage_size(node)
             nbytes[s] = V.graph.sizevars.optimization_hint(storage, fallback=0) * get_dtype_size(
                 node.get_dtype()
@@ -382,14 +388,13 @@ def _reuse_facts(buffers: Sequence[Any], skipped: np.ndarray) -> tuple[np.ndarra
 
 
 def _unaligned_reuse_key(node: Any) -> Any:
-    """``buffer_reuse_key`` of ``node`` as Inductor computes it once ``node`` is among
-    its unaligned buffers (an in-place update of one: ``KernelArgs.make_inplace``)."""
+    """``buffer_reuse_key`` of ``node``, an aligned buffer, as Inductor computes it once
+    ``node`` is among its unaligned buffers (an in-place update of one:
+    ``KernelArgs.make_inplace``)."""
     from torch._inductor.codegen.wrapper import buffer_reuse_key
     from torch._inductor.virtualized import V
 
     name = node.get_name()
-    if name in V.graph.unaligned_buffers:
-        return buffer_reuse_key(node)
     V.graph.unaligned_buffers.add(name)
     try:
         return buffer_reuse_key(node)

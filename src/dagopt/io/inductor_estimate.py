@@ -49,15 +49,20 @@ class InductorEstimate:
     def peak(self, order: Sequence[int] | np.ndarray) -> int:
         """``estimate_peak_memory``'s peak when the kernels run in ``order`` (kernel
         indices)."""
-        order = np.asarray(order, dtype=np.int64)
-        position = np.empty(len(order), dtype=np.int64)
-        position[order] = np.arange(len(order))
-        return int(self.steps(position).max())
+        return int(self.steps(positions(order)).max())
 
     @cached_property
     def _reads(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (freed buffer, kernel reading it) pair, as two flat arrays."""
         return flat_pairs(self.users)
+
+
+def positions(order: Sequence[int] | np.ndarray) -> np.ndarray:
+    """Per kernel, its position in ``order`` (kernel indices, each once)."""
+    order = np.asarray(order, dtype=np.int64)
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return position
 
 
 def flat_pairs(groups: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:

@@ -20,6 +20,7 @@ import numpy as np
 
 from dagopt.errors import InputError
 from dagopt.io.inductor_codegen import CodegenMemory
+from dagopt.io.inductor_estimate import positions
 
 #: Kernels either side of the calls at the peak that a move may take.
 WINDOW = 16
@@ -53,8 +54,7 @@ def refine_order(
     order = np.asarray(order, dtype=np.int64)
     if len(order) < 2:
         return order, memory.peak(order)
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
+    position = positions(order)
     profile = memory.profile(order)
     peak = int(profile.max(initial=0))
     low, high = _around_peak(profile, peak, window)
@@ -80,7 +80,7 @@ def refine_order(
         if moved_peak <= peak:
             since_lower = 0 if moved_peak < peak else since_lower
             order, profile, peak = moved, moved_profile, moved_peak
-            position[order] = np.arange(len(order))
+            position = positions(order)
             low, high = _around_peak(profile, peak, window)
     return order, peak
 
